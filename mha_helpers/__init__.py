@@ -1,0 +1,41 @@
+"""mha_helpers: the small NumPy helper package behind the multi-head attention course.
+
+Every lesson imports from here. The package only re-exports the public names of its modules:
+
+* ``attention``: softmax, causal_mask, scaled_dot_product_attention
+* ``heads``: split_heads, merge_heads, multi_head_attention, grouped_query_attention
+* ``shapes``: check_shape, head_width
+* ``plots``: plot_attention, plot_heads
+* ``cost``: attention_params, attention_flops, kv_cache_bytes, format_bytes, MODEL_CONFIGS
+
+Widgets (``mha_helpers.widgets``) and grading (``mha_helpers.grading``) are imported from their
+own modules, so importing the math does not start ipywidgets.
+"""
+
+from .attention import causal_mask, scaled_dot_product_attention, softmax
+from .cost import MODEL_CONFIGS, ModelConfig, attention_flops, attention_params, format_bytes, kv_cache_bytes
+from .heads import grouped_query_attention, merge_heads, multi_head_attention, split_heads
+from .plots import plot_attention, plot_heads
+from .shapes import check_shape, head_width
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "softmax",
+    "causal_mask",
+    "scaled_dot_product_attention",
+    "split_heads",
+    "merge_heads",
+    "multi_head_attention",
+    "grouped_query_attention",
+    "check_shape",
+    "head_width",
+    "plot_attention",
+    "plot_heads",
+    "attention_params",
+    "attention_flops",
+    "kv_cache_bytes",
+    "format_bytes",
+    "ModelConfig",
+    "MODEL_CONFIGS",
+]

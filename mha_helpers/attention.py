@@ -1,0 +1,117 @@
+"""Single-head building blocks: softmax, the causal mask and scaled dot-product attention.
+
+Shapes use the course's names: ``n_q`` queries, ``n_k`` keys, ``d_k`` query/key width, ``d_v``
+value width. Any number of leading axes (batch, heads) is allowed and carried through, so the
+same function attends for one head or for all heads at once with batched matrix products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .shapes import _fmt, as_float_array, check_mask
+
+__all__ = ["softmax", "causal_mask", "scaled_dot_product_attention"]
+
+
+def softmax(x, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax along ``axis`` (the key axis, -1, for attention scores).
+
+    Subtracting the row maximum first means logits of 1e4 do not overflow. ``-inf`` entries get
+    probability 0. A row whose entries are *all* ``-inf`` has no valid distribution (every key
+    was masked), so instead of silently returning NaN it raises ``ValueError``.
+
+    >>> softmax(np.array([0.0, np.log(3.0)])).round(2)
+    array([0.25, 0.75])
+    """
+    x = as_float_array(x, "x")
+    m = np.max(x, axis=axis, keepdims=True)
+    if np.isneginf(m).any():
+        raise ValueError(
+            "softmax got a row whose entries are all -inf: every key is masked for some query, "
+            "so no probability distribution exists. Check the mask: each query must be allowed "
+            "to attend to at least one key (with a causal mask, itself)"
+        )
+    e = np.exp(x - m)
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+def causal_mask(n: int) -> np.ndarray:
+    """Boolean ``(n, n)`` mask, True where query i may attend to key j, i.e. where j <= i.
+
+    >>> causal_mask(3).astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive whole number of tokens, got {n!r}")
+    return np.tril(np.ones((n, n), dtype=bool))  # (n, n)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """Attend: ``softmax(q k^T / sqrt(d_k)) v``, with the softmax over keys (the last axis).
+
+    Parameters
+    ----------
+    q : (..., n_q, d_k) queries
+    k : (..., n_k, d_k) keys
+    v : (..., n_k, d_v) values
+    mask : optional boolean array broadcastable to (..., n_q, n_k); True = may attend.
+        Blocked scores are set to -inf *before* the softmax, so each row still sums to 1.
+
+    Returns
+    -------
+    output : (..., n_q, d_v)
+    weights : (..., n_q, n_k), each row sums to 1
+
+    Inputs keep their dtype: float32 in, float32 computed and returned.
+
+    >>> q = k = v = np.eye(2)
+    >>> out, w = scaled_dot_product_attention(q, k, v)
+    >>> w.sum(axis=-1)
+    array([1., 1.])
+    """
+    q = as_float_array(q, "q")
+    k = as_float_array(k, "k")
+    v = as_float_array(v, "v")
+    for name, arr in (("q", q), ("k", k), ("v", v)):
+        if arr.ndim < 2:
+            raise ValueError(
+                f"{name} has shape {_fmt(arr.shape)}, expected at least 2 axes "
+                f"(..., tokens, features); a single token is written as shape (1, d)"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has shape {_fmt(q.shape)} and k has shape {_fmt(k.shape)}: queries and keys must "
+            f"have the same width d_k to take dot products (q.shape[-1] == k.shape[-1])"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k has shape {_fmt(k.shape)} and v has shape {_fmt(v.shape)}: there must be one "
+            f"value per key (k.shape[-2] == v.shape[-2])"
+        )
+    dtype = np.result_type(q, k, v)
+    n_q, d_k = q.shape[-2:]
+    n_k = k.shape[-2]
+    scale = np.asarray(1.0 / np.sqrt(d_k), dtype=dtype)
+
+    scores = q @ k.swapaxes(-1, -2)  # (..., n_q, n_k)
+    scores *= scale
+    if mask is not None:
+        mask = check_mask(mask, n_q, n_k)
+        if not mask.any(axis=-1).all():
+            raise ValueError(
+                "mask blocks every key for at least one query (a row of the mask is all False); "
+                "the softmax of that row would be NaN. Each query must be allowed to attend to "
+                "at least one key"
+            )
+        scores = np.where(mask, scores, np.asarray(-np.inf, dtype=dtype))  # (..., n_q, n_k)
+    # Softmax over keys, in place: subtract the row max, exponentiate, normalise.
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    weights = scores  # (..., n_q, n_k)
+    output = weights @ v  # (..., n_q, d_v)
+    return output, weights

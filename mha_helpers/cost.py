@@ -1,0 +1,150 @@
+"""What an attention layer costs: parameters, forward FLOPs, KV-cache bytes, real models.
+
+Names: ``d_model`` (d), ``num_heads`` (h query heads), ``num_kv_heads`` (g key/value heads,
+default h), ``d_head`` (head width, default d / h), ``n`` tokens. One multiply-add counts as
+2 FLOPs. Softmax and masking are lower order (about 5 h n^2) and not counted.
+
+>>> attention_params(768, 12)              # BERT-base / GPT-2 small: 4 d^2 + 4 d
+2362368
+>>> attention_flops(1024, 768, 12)["total"] == 8 * 1024 * 768**2 + 4 * 1024**2 * 768
+True
+>>> format_bytes(kv_cache_bytes(80, 8, 128, 4096))    # Llama 2 70B, fp16
+'1.25 GiB'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .shapes import head_width
+
+__all__ = ["attention_params", "attention_flops", "kv_cache_bytes", "format_bytes",
+           "ModelConfig", "MODEL_CONFIGS"]
+
+
+def _positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number, got {value!r}")
+    return int(value)
+
+
+def _heads(d_model, num_heads, num_kv_heads, d_head):
+    d_model = _positive_int(d_model, "d_model")
+    num_heads = _positive_int(num_heads, "num_heads")
+    g = num_heads if num_kv_heads is None else _positive_int(num_kv_heads, "num_kv_heads")
+    if num_heads % g:
+        raise ValueError(
+            f"num_heads={num_heads} is not divisible by num_kv_heads={g}: each KV head serves a "
+            f"group of num_heads / num_kv_heads query heads"
+        )
+    d_h = head_width(d_model, num_heads) if d_head is None else _positive_int(d_head, "d_head")
+    return d_model, num_heads, g, d_h
+
+
+def attention_params(d_model, num_heads, num_kv_heads=None, d_head=None, bias=True) -> int:
+    """Parameters of one attention layer.
+
+    Weights: ``w_q`` (d, h d_h) and ``w_o`` (h d_h, d), ``w_k`` and ``w_v`` (d, g d_h).
+    Biases (when ``bias``): h d_h + 2 g d_h + d. Standard MHA: 4 d^2 + 4 d, whatever h is.
+    """
+    d, h, g, d_h = _heads(d_model, num_heads, num_kv_heads, d_head)
+    weights = 2 * d * h * d_h + 2 * d * g * d_h
+    biases = h * d_h + 2 * g * d_h + d
+    return weights + (biases if bias else 0)
+
+
+def attention_flops(n, d_model, num_heads, num_kv_heads=None, d_head=None) -> dict:
+    """Forward FLOPs of one self-attention layer over ``n`` tokens, by step.
+
+    Keys: ``projections`` (Q, K and V), ``scores`` (Q K^T), ``weighted_sum`` (weights times V),
+    ``output_projection`` (W_O) and ``total``. Standard MHA totals 8 n d^2 + 4 n^2 d, the same
+    for every h: each of the h heads does 1/h of the work of one full-width head.
+    """
+    n = _positive_int(n, "n")
+    d, h, g, d_h = _heads(d_model, num_heads, num_kv_heads, d_head)
+    out = {
+        "projections": 2 * n * d * h * d_h + 2 * (2 * n * d * g * d_h),
+        "scores": 2 * n * n * h * d_h,
+        "weighted_sum": 2 * n * n * h * d_h,
+        "output_projection": 2 * n * h * d_h * d,
+    }
+    out["total"] = sum(out.values())
+    return out
+
+
+def kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element=2, batch=1) -> int:
+    """Bytes of the key/value cache: 2 (K and V) x layers x g x d_head x bytes x tokens x batch."""
+    for value, name in ((num_layers, "num_layers"), (num_kv_heads, "num_kv_heads"),
+                        (d_head, "d_head"), (seq_len, "seq_len"), (batch, "batch")):
+        _positive_int(value, name)
+    if not (isinstance(bytes_per_element, (int, float)) and bytes_per_element > 0):
+        raise ValueError(f"bytes_per_element must be positive (2 for fp16), got {bytes_per_element!r}")
+    total = 2 * num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
+    return int(total) if float(total).is_integer() else total
+
+
+def format_bytes(n) -> str:
+    """Readable binary units: ``format_bytes(327680) == '320 KiB'``."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    value, unit = float(n), 0
+    while value >= 1024 and unit < len(units) - 1:
+        value /= 1024
+        unit += 1
+    text = f"{value:.2f}".rstrip("0").rstrip(".") if unit else f"{value:.0f}"
+    return f"{text} {units[unit]}"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One real model's attention configuration, with where the numbers come from."""
+
+    name: str
+    d_model: int
+    num_layers: int  # layers that hold a KV cache (decoder layers; whole stack for encoders)
+    num_heads: int
+    num_kv_heads: int | None  # None for latent attention (MLA), see kv_latent_dim
+    d_head: int
+    context: int | None
+    kind: str  # "MHA", "GQA", "MQA" or "MLA"
+    source: str
+    layers_text: str = ""  # as the source writes it, e.g. "6+6" for encoder + decoder
+    kv_latent_dim: int | None = None  # MLA: cached elements per token per layer
+
+    def kv_cache_bytes_per_token(self, bytes_per_element=2) -> int:
+        if self.kv_latent_dim is not None:
+            return self.kv_latent_dim * self.num_layers * bytes_per_element
+        return kv_cache_bytes(self.num_layers, self.num_kv_heads, self.d_head, 1, bytes_per_element)
+
+
+def _cfg(*args, **kw):
+    c = ModelConfig(*args, **kw)
+    return c.name, c
+
+
+# Source: shared/reference/mha_facts.md ("Real model configurations"), which names each
+# model's primary source; the `source` field repeats it so a lesson can cite it.
+MODEL_CONFIGS: dict[str, ModelConfig] = dict([
+    _cfg("Transformer base", 512, 6, 8, 8, 64, None, "MHA", "Vaswani et al. 2017, §3.2.2, Table 3", "6+6"),
+    _cfg("Transformer big", 1024, 6, 16, 16, 64, None, "MHA", "Vaswani et al. 2017, Table 3", "6+6"),
+    _cfg("BERT-base", 768, 12, 12, 12, 64, 512, "MHA", "google-research/bert, uncased_L-12_H-768_A-12"),
+    _cfg("BERT-large", 1024, 24, 16, 16, 64, 512, "MHA", "google-research/bert, uncased_L-24_H-1024_A-16"),
+    _cfg("GPT-2 small", 768, 12, 12, 12, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+    _cfg("GPT-2 medium", 1024, 24, 16, 16, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+    _cfg("GPT-2 large", 1280, 36, 20, 20, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+    _cfg("GPT-2 XL", 1600, 48, 25, 25, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+    _cfg("GPT-3 175B", 12288, 96, 96, 96, 128, 2048, "MHA", "Brown et al. 2020, Table 2.1"),
+    _cfg("T5-base", 768, 12, 12, 12, 64, 512, "MHA", "Raffel et al. 2020, §3.1", "12+12"),
+    _cfg("ViT-B/16", 768, 12, 12, 12, 64, 197, "MHA", "google-research/vision_transformer configs"),
+    _cfg("Llama 2 7B", 4096, 32, 32, 32, 128, 4096, "MHA", "Llama 2 model card"),
+    _cfg("Llama 2 70B", 8192, 80, 64, 8, 128, 4096, "GQA", "Llama 2 model card / config"),
+    _cfg("Llama 3 8B", 4096, 32, 32, 8, 128, 8192, "GQA", "Meta-Llama-3-8B params.json"),
+    _cfg("Llama 3 70B", 8192, 80, 64, 8, 128, 8192, "GQA", "Meta-Llama-3-70B params.json"),
+    _cfg("Mistral 7B", 4096, 32, 32, 8, 128, 8192, "GQA", "Jiang et al. 2023, Table 1 (sliding window 4096)"),
+    _cfg("Falcon-7B", 4544, 32, 71, 1, 64, 2048, "MQA", "transformers FalconConfig (multi_query=True)"),
+    _cfg("PaLM 540B", 18432, 118, 48, 1, 256, 2048, "MQA", "Chowdhery et al. 2022, Table 1"),
+    _cfg("Gemma 2B", 2048, 18, 8, 1, 256, 8192, "MQA", "google/gemma_pytorch config.py"),
+    _cfg("DeepSeek-V2", 5120, 60, 128, None, 128, 128 * 1024, "MLA",
+         "DeepSeek-V2 report §3.1.2 (d_c = 512, + 64 RoPE dims)", kv_latent_dim=512 + 64),
+])
