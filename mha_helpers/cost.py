@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,11 +76,21 @@ def attention_flops(n, d_model, num_heads, num_kv_heads=None, d_head=None) -> di
 
 
 def kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element=2, batch=1) -> int:
-    """Bytes of the key/value cache: 2 (K and V) x layers x g x d_head x bytes x tokens x batch."""
+    """Bytes of the key/value cache: 2 (K and V) x layers x g x d_head x bytes x tokens x batch.
+
+    During generation every layer keeps the keys and values of all earlier tokens, one
+    ``d_head``-wide vector per KV head, so the cache grows linearly with ``seq_len`` and with
+    ``num_kv_heads`` (not with the number of query heads). ``bytes_per_element`` is 2 for
+    fp16/bf16, 4 for fp32 (fractions such as 0.5 for 4-bit are allowed).
+
+    >>> kv_cache_bytes(num_layers=32, num_kv_heads=8, d_head=128, seq_len=1)   # Llama 3 8B
+    131072
+    """
     for value, name in ((num_layers, "num_layers"), (num_kv_heads, "num_kv_heads"),
                         (d_head, "d_head"), (seq_len, "seq_len"), (batch, "batch")):
         _positive_int(value, name)
-    if not (isinstance(bytes_per_element, (int, float)) and bytes_per_element > 0):
+    if (isinstance(bytes_per_element, bool) or not isinstance(bytes_per_element, numbers.Real)
+            or not bytes_per_element > 0):
         raise ValueError(f"bytes_per_element must be positive (2 for fp16), got {bytes_per_element!r}")
     total = 2 * num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
     return int(total) if float(total).is_integer() else total
@@ -111,11 +122,20 @@ class ModelConfig:
     source: str
     layers_text: str = ""  # as the source writes it, e.g. "6+6" for encoder + decoder
     kv_latent_dim: int | None = None  # MLA: cached elements per token per layer
+    sliding_window: int | None = None  # attends to (and caches) at most this many positions
 
     def kv_cache_bytes_per_token(self, bytes_per_element=2) -> int:
+        """Cache bytes added per generated token (one sequence, all layers)."""
         if self.kv_latent_dim is not None:
             return self.kv_latent_dim * self.num_layers * bytes_per_element
         return kv_cache_bytes(self.num_layers, self.num_kv_heads, self.d_head, 1, bytes_per_element)
+
+    def cache_bytes(self, seq_len, bytes_per_element=2, batch=1) -> int:
+        """Cache bytes for ``batch`` sequences of ``seq_len`` tokens; a sliding window caps the
+        number of cached positions (Mistral 7B keeps a rolling buffer of 4096)."""
+        seq_len = _positive_int(seq_len, "seq_len")
+        kept = seq_len if self.sliding_window is None else min(seq_len, self.sliding_window)
+        return self.kv_cache_bytes_per_token(bytes_per_element) * kept * _positive_int(batch, "batch")
 
 
 def _cfg(*args, **kw):
@@ -141,7 +161,8 @@ MODEL_CONFIGS: dict[str, ModelConfig] = dict([
     _cfg("Llama 2 70B", 8192, 80, 64, 8, 128, 4096, "GQA", "Llama 2 model card / config"),
     _cfg("Llama 3 8B", 4096, 32, 32, 8, 128, 8192, "GQA", "Meta-Llama-3-8B params.json"),
     _cfg("Llama 3 70B", 8192, 80, 64, 8, 128, 8192, "GQA", "Meta-Llama-3-70B params.json"),
-    _cfg("Mistral 7B", 4096, 32, 32, 8, 128, 8192, "GQA", "Jiang et al. 2023, Table 1 (sliding window 4096)"),
+    _cfg("Mistral 7B", 4096, 32, 32, 8, 128, 8192, "GQA", "Jiang et al. 2023, Table 1 (sliding window 4096)",
+         sliding_window=4096),
     _cfg("Falcon-7B", 4544, 32, 71, 1, 64, 2048, "MQA", "transformers FalconConfig (multi_query=True)"),
     _cfg("PaLM 540B", 18432, 118, 48, 1, 256, 2048, "MQA", "Chowdhery et al. 2022, Table 1"),
     _cfg("Gemma 2B", 2048, 18, 8, 1, 256, 8192, "MQA", "google/gemma_pytorch config.py"),
