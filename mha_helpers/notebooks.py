@@ -57,6 +57,8 @@ def execute_notebook(path, timeout: int = 600, write: bool = True) -> dict:
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
             t2 = time.perf_counter()
+            # Store the widgets' state so a front end can show them before the kernel runs.
+            client.set_widgets_metadata()
     finally:
         for k, v in env_backup.items():
             if v is None:
