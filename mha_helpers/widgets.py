@@ -1,0 +1,960 @@
+"""Interactive explorers: move a slider, watch shapes, counts and caches change.
+
+Three explorers, each embedded in a lesson with one line::
+
+    from mha_helpers.widgets import shape_explorer
+    shape_explorer()              # d_model, h and n sliders; d_head, shapes, counts, heatmaps
+
+    kv_cache_explorer()           # layers, query heads, KV heads, d_head, context, bytes
+    cost_explorer()               # FLOPs and parameters versus h (fixed d_model) and versus n
+
+Every explorer is two layers:
+
+* a **pure function** from the slider values to a plain dataclass of what to show
+  (:func:`shape_view`, :func:`kv_cache_view`, :func:`cost_view`), and a pure function from that
+  dataclass to HTML (:func:`render_shape_html`, ...). Tests call these directly;
+* a **thin widget** (an ``ipywidgets.VBox``) whose sliders call them and put the HTML into
+  ``ipywidgets.HTML`` children. Redraws replace the previous content (there are no figures to
+  pile up), and one update takes a few milliseconds even at d_model = 1024 and h = 32.
+
+The attention heatmaps are drawn as HTML tables coloured with ``cividis`` on a fixed 0..1
+scale (the convention of :mod:`mha_helpers.plots`), because rebuilding a grid of matplotlib
+axes on every slider move is far slower than the 50 ms a slider needs to feel live.
+
+Where no widget front end exists (a static HTML export, nbviewer, GitHub), an explorer that is
+the last expression of a cell still shows a static HTML rendering of its state: its
+``_repr_mimebundle_`` adds ``text/html`` next to the widget view, and JupyterLab picks the live
+widget while static viewers pick the HTML. That rendering is deterministic, so strict nbval can
+compare it.
+
+All formulas come from :mod:`mha_helpers.cost` and all attention from :mod:`mha_helpers.heads`;
+nothing is re-derived here.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .attention import scaled_dot_product_attention
+from .cost import MODEL_CONFIGS, attention_flops, attention_params, format_bytes, kv_cache_bytes
+from .heads import merge_heads, split_heads
+from .plots import CMAP
+
+__all__ = [
+    "shape_explorer",
+    "kv_cache_explorer",
+    "cost_explorer",
+    "shape_view",
+    "kv_cache_view",
+    "cost_view",
+    "render_shape_html",
+    "render_kv_cache_html",
+    "render_cost_html",
+    "update_timings",
+    "TOKENS",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Constants shared by the pure functions and the sliders
+# ---------------------------------------------------------------------------------------------
+
+#: The fixed example sentence; the first ``n`` words label the heatmaps.
+TOKENS = ("the", "cat", "sat", "on", "a", "warm", "red", "mat")
+SEED = 0
+D_MODEL_MIN, D_MODEL_MAX, D_MODEL_STEP = 4, 1024, 4
+H_MAX = 32
+N_MIN, N_MAX = 2, len(TOKENS)
+MAX_HEADS_SHOWN = 8
+
+KV_D_HEADS = (32, 64, 80, 96, 128, 256)
+KV_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
+KV_DTYPES = (("fp32 (4 bytes)", 4), ("fp16 / bf16 (2 bytes)", 2), ("int8 / fp8 (1 byte)", 1),
+             ("int4 (0.5 bytes)", 0.5))
+KV_MAX_HEADS = 128
+KV_MAX_LAYERS = 128
+
+COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP = 64, 4096, 64
+COST_H_MAX = 64
+COST_NS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+# Two ends of cividis, for bar charts: colour-blind safe and distinct in greyscale.
+_DARK, _LIGHT = "#00224e", "#fee838"
+_MUTED = "#666666"
+
+
+# ---------------------------------------------------------------------------------------------
+# Small formatting helpers
+# ---------------------------------------------------------------------------------------------
+
+def _int(n) -> str:
+    """``2362368 -> '2,362,368'``."""
+    return f"{int(n):,}"
+
+
+def _si(x) -> str:
+    """Short decimal form for big counts: ``4831838208 -> '4.83 G'``; small numbers unchanged."""
+    x = float(x)
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}"
+    return f"{x:g}"
+
+
+def _count(n, unit="") -> str:
+    """Exact count, with a short form when the number is long: ``'4,831,838,208 (4.83 G)'``."""
+    text = _int(n) + (f" {unit}" if unit else "")
+    return text + (f" ({_si(n)}{unit})" if n >= 10_000 else "")
+
+
+def _shape(shape) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [k for k in range(1, min(n, limit) + 1) if n % k == 0]
+
+
+def _join_or(items) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+@lru_cache(maxsize=1)
+def _cividis_lut() -> tuple[tuple[str, str], ...]:
+    """256 (background, text) colour pairs for weights 0..1 on the cividis scale."""
+    from matplotlib import colormaps
+
+    cmap = colormaps[CMAP]
+    out = []
+    for i in range(256):
+        r, g, b, _ = cmap(i / 255)
+        luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+        out.append((f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}",
+                    "#000000" if luminance > 0.45 else "#ffffff"))
+    return tuple(out)
+
+
+def _colour(w: float) -> tuple[str, str]:
+    return _cividis_lut()[min(255, max(0, int(round(float(w) * 255))))]
+
+
+def _esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Shape explorer: d_model, h, n -> d_head, shapes, counts, per-head heatmaps
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ShapeStep:
+    """One row of the shape table: what happens, the code, the symbolic and numeric shape."""
+
+    step: str
+    code: str
+    symbolic: str
+    shape: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class ShapeView:
+    """Everything :func:`shape_explorer` shows for one setting of its sliders."""
+
+    d_model: int
+    h: int
+    n: int
+    ok: bool
+    d_head: int | None
+    d_head_text: str  # "d_head = 4" (or why there is none)
+    message: str  # "" when the sliders are valid; otherwise what is wrong and what to change
+    steps: tuple = ()  # ShapeStep rows, input to output
+    params: int | None = None  # parameters of the layer (weights and biases), independent of h
+    flops: dict = field(default_factory=dict)  # "projections", "attention", "total"
+    tokens: tuple = ()
+    weights: np.ndarray | None = None  # (heads shown, n, n) attention weights of the example
+    heads_note: str = ""  # "showing heads 0-7 of 32" when not every head is drawn
+
+
+@lru_cache(maxsize=1)
+def _example_weights() -> tuple[np.ndarray, ...]:
+    """Seeded ``x`` (N_MAX, D_MODEL_MAX) and four (D_MODEL_MAX, D_MODEL_MAX) matrices.
+
+    Each setting of the sliders uses the top-left corner of these, so the example is fixed for
+    a given (d_model, n) and moving a slider never waits for fresh random numbers.
+    """
+    rng = np.random.default_rng(SEED)
+    x = rng.standard_normal((N_MAX, D_MODEL_MAX))
+    ws = rng.standard_normal((4, D_MODEL_MAX, D_MODEL_MAX))
+    return (x, *ws)
+
+
+def _not_divisible_message(d_model: int, h: int) -> str:
+    fits = _divisors(d_model, H_MAX)
+    step = D_MODEL_STEP * h // math.gcd(D_MODEL_STEP, h)  # multiples of h that the slider can reach
+    below = d_model // step * step
+    multiples = [m for m in (below, below + step) if D_MODEL_MIN <= m <= D_MODEL_MAX]
+    change_d = (f" or set d_model to a multiple of {h} such as {_join_or(multiples)}"
+                if multiples else "")
+    return (f"d_model = {d_model} is not divisible by h = {h}: the {h} heads cannot share "
+            f"{d_model} features equally ({d_model} / {h} is not a whole number). "
+            f"To fix it, set h to a divisor of {d_model} ({_join_or(fits)}){change_d}.")
+
+
+def shape_view(d_model: int, h: int, n: int) -> ShapeView:
+    """What the shape explorer shows for ``d_model``, ``h`` heads and ``n`` tokens (pure).
+
+    Runs the seeded example through :func:`split_heads`, :func:`scaled_dot_product_attention`
+    and :func:`merge_heads`, and records the shape after every step, the parameter count
+    (:func:`attention_params`) and the FLOPs (:func:`attention_flops`).
+
+    >>> v = shape_view(8, 2, 4)
+    >>> v.d_head_text, v.steps[3].shape, v.params
+    ('d_head = 4', (2, 4, 4), 288)
+    >>> shape_view(8, 3, 4).ok
+    False
+    """
+    d_model, h, n = int(d_model), int(h), int(n)
+    if not (1 <= n <= N_MAX):
+        return ShapeView(d_model, h, n, False, None, "d_head = ?",
+                         f"n = {n} tokens is outside the example sentence: choose n from 1 to {N_MAX}.")
+    if not (1 <= d_model <= D_MODEL_MAX) or h < 1:
+        return ShapeView(d_model, h, n, False, None, "d_head = ?",
+                         f"d_model must be between 1 and {D_MODEL_MAX} and h at least 1; "
+                         f"got d_model = {d_model}, h = {h}.")
+    if d_model % h:
+        return ShapeView(d_model, h, n, False, None,
+                         f"d_head = {d_model} / {h} is not a whole number",
+                         _not_divisible_message(d_model, h))
+
+    d_head = d_model // h
+    x_all, *w_all = _example_weights()
+    # Views, not copies: the weights are (d_model, d_model) corners of the seeded matrices,
+    # scaled by 1/sqrt(d_model) (applied after each product, which is cheaper) so that every
+    # projection's entries stay near unit size.
+    scale = 1.0 / np.sqrt(d_model)
+    x = x_all[:n, :d_model]  # (n, d_model)
+    w_q, w_k, w_v, w_o = (w[:d_model, :d_model] for w in w_all)  # (d_model, d_model) each
+
+    q, k, v = (x @ w_q) * scale, (x @ w_k) * scale, (x @ w_v) * scale  # (n, d_model) each
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, d_head)
+    scores = qh @ kh.swapaxes(-1, -2) / np.sqrt(d_head)  # (h, n, n), shown as a shape only
+    out_h, weights = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_head), (h, n, n)
+    concat = merge_heads(out_h)  # (n, h * d_head) = (n, d_model)
+    y = (concat @ w_o) * scale  # (n, d_model)
+
+    steps = (
+        ShapeStep("input: one row per token", "x", "(n, d_model)", x.shape),
+        ShapeStep("weights W_Q, W_K, W_V, W_O (each)", "w_q", "(d_model, d_model)", w_q.shape),
+        ShapeStep("project: Q = X W_Q (same for K, V)", "q = x @ w_q", "(n, d_model)", q.shape),
+        ShapeStep("split into heads (Q, K, V each)", "split_heads(q, h)", "(h, n, d_head)", qh.shape),
+        ShapeStep("scores per head: Q_i K_i^T / sqrt(d_head)", "qh @ kh.swapaxes(-1, -2)",
+                  "(h, n, n)", scores.shape),
+        ShapeStep("weights per head: softmax over keys", "softmax(scores)", "(h, n, n)", weights.shape),
+        ShapeStep("outputs per head: weights V_i", "weights @ vh", "(h, n, d_head)", out_h.shape),
+        ShapeStep("concatenate the heads", "merge_heads(out)", "(n, h * d_head)", concat.shape),
+        ShapeStep("output projection: concat W_O", "concat @ w_o", "(n, d_model)", y.shape),
+    )
+    f = attention_flops(n, d_model, h)
+    flops = {"projections": f["projections"] + f["output_projection"],
+             "attention": f["scores"] + f["weighted_sum"], "total": f["total"]}
+    shown = min(h, MAX_HEADS_SHOWN)
+    note = "" if shown == h else f"showing heads 0-{shown - 1} of {h}"
+    return ShapeView(d_model, h, n, True, d_head, f"d_head = {d_head}", "", steps,
+                     attention_params(d_model, h), flops, TOKENS[:n], weights[:shown], note)
+
+
+def _heatmap_table(weights, tokens, title: str) -> str:
+    """One head's (n, n) weights as an HTML table: rows = queries, columns = keys."""
+    cell = "width:34px;height:26px;text-align:center;padding:0;border:1px solid #ffffff;font-size:10px"
+    head = "padding:0 4px;font-size:11px;font-weight:normal;border:none"
+    rows = [f'<tr><td style="{head};text-align:right;color:{_MUTED}">query \u2193 key \u2192</td>'
+            + "".join(f'<th style="{head};text-align:center">{_esc(t)}</th>' for t in tokens) + "</tr>"]
+    for i, qt in enumerate(tokens):
+        tds = []
+        for j, kt in enumerate(tokens):
+            w = float(weights[i, j])
+            bg, fg = _colour(w)
+            tds.append(f'<td style="{cell};background-color:{bg};color:{fg}" '
+                       f'title="{_esc(qt)} \u2192 {_esc(kt)}: {w:.2f}">{w:.2f}</td>')
+        rows.append(f'<tr><th style="{head};text-align:right">{_esc(qt)}</th>{"".join(tds)}</tr>')
+    return (f'<div style="display:inline-block;vertical-align:top;margin:0 14px 10px 0">'
+            f'<div style="text-align:center;font-weight:bold;margin-bottom:2px">{_esc(title)}</div>'
+            f'<table style="border-collapse:collapse;border:none">{"".join(rows)}</table></div>')
+
+
+def _colour_legend() -> str:
+    stops = "".join(f'<span style="display:inline-block;width:16px;height:12px;'
+                    f'background-color:{_colour(v / 10)[0]}"></span>' for v in range(11))
+    return (f'<div style="font-size:11px;color:{_MUTED};margin:2px 0 6px 0">weight '
+            f'0 {stops} 1 (cividis; each row sums to 1)</div>')
+
+
+def render_heatmaps_html(view: ShapeView) -> str:
+    """The grid of per-head attention heatmaps (with title, token labels and colour scale)."""
+    if not view.ok:
+        return ""
+    heads = "".join(_heatmap_table(view.weights[i], view.tokens, f"head {i}")
+                    for i in range(view.weights.shape[0]))
+    note = f' <span style="color:{_MUTED}">({_esc(view.heads_note)})</span>' if view.heads_note else ""
+    return (f'<div style="margin-top:6px"><div style="font-weight:bold">Attention weights per head '
+            f'for the example "{_esc(" ".join(view.tokens))}" (seeded weights){note}</div>'
+            f'{_colour_legend()}<div>{heads}</div>'
+            f'<div style="font-size:11px;color:{_MUTED}">Rows: the query token (attending); '
+            f'columns: the key token (attended to). Each head has its own pattern.</div></div>')
+
+
+def render_d_head_html(view: ShapeView) -> str:
+    colour = "inherit" if view.ok else "#b00020"
+    detail = (f' <span style="font-weight:normal;color:{_MUTED}">= d_model / h = '
+              f'{view.d_model} / {view.h}</span>' if view.ok else "")
+    return (f'<div style="font-size:1.25em;font-weight:bold;color:{colour}" class="mha-d-head">'
+            f'{_esc(view.d_head_text)}{detail}</div>')
+
+
+def render_message_html(message: str) -> str:
+    if not message:
+        return ""
+    return (f'<div class="mha-message" style="border-left:4px solid #b00020;padding:6px 10px;'
+            f'margin:4px 0;background-color:#fdecea;color:#5f0010">{_esc(message)}</div>')
+
+
+def render_shape_body_html(view: ShapeView) -> str:
+    """Shape table, parameter count and FLOPs (empty when the sliders are invalid)."""
+    if not view.ok:
+        return ""
+    td = "padding:2px 10px;text-align:left;border:none"
+    rows = "".join(
+        f'<tr><td style="{td}">{_esc(s.step)}</td><td style="{td}"><code>{_esc(s.code)}</code></td>'
+        f'<td style="{td}"><code>{_esc(s.symbolic)}</code></td>'
+        f'<td style="{td};font-weight:bold"><code>{_shape(s.shape)}</code></td></tr>'
+        for s in view.steps)
+    header = "".join(f'<th style="{td}">{t}</th>' for t in ("step", "code", "shape", "here"))
+    d = view.d_model
+    f = view.flops
+    share = f["attention"] / f["total"]
+    counts = (
+        f'<div style="margin-top:6px"><b>Parameters of the layer:</b> {_count(view.params)} '
+        f'= 4 d_model\u00b2 + 4 d_model = 4\u00b7{d}\u00b2 + 4\u00b7{d} '
+        f'<span style="color:{_MUTED}">(weights and biases; the same for every h that divides '
+        f'd_model)</span></div>'
+        f'<div><b>FLOPs for n = {view.n} tokens:</b> projections (Q, K, V and W_O) '
+        f'{_count(f["projections"])}; attention (scores and weighted sums) '
+        f'{_count(f["attention"])}; total {_count(f["total"])} '
+        f'<span style="color:{_MUTED}">(attention is {share:.0%} of the total)</span></div>')
+    return (f'<table style="border-collapse:collapse;margin-top:4px"><tr>{header}</tr>{rows}</table>'
+            f'{counts}')
+
+
+def render_shape_html(view: ShapeView) -> str:
+    """The whole shape explorer output as one HTML fragment (the static rendering)."""
+    settings = (f'<div style="color:{_MUTED}">Shape explorer at d_model = {view.d_model}, '
+                f'h = {view.h}, n = {view.n}.</div>')
+    return ("<div>" + settings + render_d_head_html(view) + render_message_html(view.message)
+            + render_shape_body_html(view) + render_heatmaps_html(view) + "</div>")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. KV-cache explorer: layers, heads, KV heads, d_head, context, bytes -> cache sizes
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelCacheRow:
+    name: str
+    kind: str
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int | None
+    d_head: int
+    per_token: int | float
+    per_sequence: int | float
+    source: str
+
+
+@dataclass(frozen=True)
+class KVCacheView:
+    """Everything :func:`kv_cache_explorer` shows for one setting of its controls."""
+
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    d_head: int
+    seq_len: int
+    bytes_per_element: float
+    ok: bool
+    message: str
+    kind: str = ""  # "MHA", "GQA" or "MQA"
+    kind_text: str = ""
+    per_token: int | float | None = None
+    per_sequence: int | float | None = None
+    per_token_text: str = ""
+    per_sequence_text: str = ""
+    formula_text: str = ""
+    mha_per_sequence: int | float | None = None  # the same model with one KV head per query head
+    models: tuple = ()  # ModelCacheRow for every model of MODEL_CONFIGS
+
+
+def _gqa_kv_heads(num_heads: int) -> int | None:
+    """A typical GQA choice: 8 KV heads when possible, else the proper divisor nearest h / 8."""
+    proper = [k for k in range(2, num_heads) if num_heads % k == 0]
+    if not proper:
+        return None
+    return 8 if 8 in proper else min(proper, key=lambda k: (abs(k - num_heads / 8), k))
+
+
+def _kind(num_heads: int, num_kv_heads: int) -> str:
+    if num_kv_heads == num_heads:
+        return "MHA"
+    return "MQA" if num_kv_heads == 1 else "GQA"
+
+
+def _model_rows(seq_len: int, bytes_per_element) -> tuple:
+    rows = []
+    for cfg in MODEL_CONFIGS.values():
+        per_token = cfg.kv_cache_bytes_per_token(bytes_per_element)
+        rows.append(ModelCacheRow(cfg.name, cfg.kind, cfg.num_layers, cfg.num_heads, cfg.num_kv_heads,
+                                  cfg.d_head, per_token, per_token * seq_len, cfg.source))
+    return tuple(rows)
+
+
+def kv_cache_view(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int = 8,
+                  d_head: int = 128, seq_len: int = 4096, bytes_per_element: float = 2) -> KVCacheView:
+    """What the KV-cache explorer shows (pure). Sizes come from :func:`kv_cache_bytes`.
+
+    >>> v = kv_cache_view(80, 64, 8, 128, 4096, 2)   # Llama 2 70B in fp16
+    >>> v.kind, v.per_token_text, v.per_sequence_text
+    ('GQA', '320 KiB', '1.25 GiB')
+    >>> kv_cache_view(80, 64, 6, 128, 4096, 2).ok
+    False
+    """
+    args = (int(num_layers), int(num_heads), int(num_kv_heads), int(d_head), int(seq_len),
+            bytes_per_element)
+    L, h, g, d_h, n, b = args
+    models = _model_rows(n, b)
+    if min(L, h, g, d_h, n) < 1 or not b > 0:
+        return KVCacheView(*args, ok=False, models=models,
+                           message="Every count must be at least 1 and bytes per element positive.")
+    if h % g:
+        fits = _divisors(h, KV_MAX_HEADS)
+        return KVCacheView(
+            *args, ok=False, models=models,
+            message=(f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
+                     f"a group of the same number of query heads (query heads / KV heads must be a "
+                     f"whole number). To fix it, set the KV heads to a divisor of {h} "
+                     f"({_join_or(fits)})."))
+    per_token = kv_cache_bytes(L, g, d_h, 1, b)
+    per_sequence = kv_cache_bytes(L, g, d_h, n, b)
+    mha = kv_cache_bytes(L, h, d_h, n, b)
+    kind = _kind(h, g)
+    if kind == "MHA":
+        kind_text = f"MHA: every one of the {h} query heads has its own key and value head"
+    elif kind == "MQA":
+        kind_text = f"MQA: all {h} query heads share a single key and value head"
+    else:
+        kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
+    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
+    formula = (f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
+               f"{b_text} = {_int(per_token) if float(per_token).is_integer() else per_token} "
+               f"bytes per token")
+    return KVCacheView(*args, ok=True, message="", kind=kind, kind_text=kind_text,
+                       per_token=per_token, per_sequence=per_sequence,
+                       per_token_text=format_bytes(per_token), per_sequence_text=format_bytes(per_sequence),
+                       formula_text=formula, mha_per_sequence=mha, models=models)
+
+
+def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:
+    """The KV-cache explorer's output as HTML: your configuration, then the real models."""
+    parts = ["<div>"]
+    if include_settings:
+        parts.append(f'<div style="color:{_MUTED}">KV-cache explorer at {view.num_layers} layers, '
+                     f'{view.num_heads} query heads, {view.num_kv_heads} KV heads, d_head = '
+                     f'{view.d_head}, {_int(view.seq_len)} tokens, {view.bytes_per_element:g} '
+                     f'bytes per element.</div>')
+    if view.ok:
+        saving = ""
+        if view.kind != "MHA":
+            saving = (f'<div>With one KV head per query head (MHA) the cache would be '
+                      f'{format_bytes(view.mha_per_sequence)}: sharing makes it '
+                      f'{view.num_heads // view.num_kv_heads}\u00d7 smaller.</div>')
+        parts.append(
+            f'<div style="font-size:1.15em;font-weight:bold" class="mha-kv-total">'
+            f'KV cache: {_esc(view.per_token_text)} per token, {_esc(view.per_sequence_text)} per '
+            f'sequence of {_int(view.seq_len)} tokens</div>'
+            f'<div>{_esc(view.kind_text)}.</div>'
+            f'<div style="color:{_MUTED}">{_esc(view.formula_text)}; multiply by the number of '
+            f'tokens and by the batch size.</div>{saving}')
+    else:
+        parts.append(render_message_html(view.message))
+    td = "padding:2px 8px;border:none;text-align:right"
+    tl = "padding:2px 8px;border:none;text-align:left"
+    header = "".join(f'<th style="{tl if i < 2 else td}">{t}</th>' for i, t in enumerate(
+        ("model", "type", "layers", "query heads", "KV heads", "d_head", "per token",
+         f"{_int(view.seq_len)} tokens")))
+    body = []
+    biggest = max(r.per_token for r in view.models)
+    for r in view.models:
+        kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
+        width = max(1, round(120 * math.log1p(r.per_token) / math.log1p(biggest)))
+        bar = (f'<span style="display:inline-block;width:{width}px;height:9px;'
+               f'background-color:{_DARK};margin-left:6px"></span>')
+        body.append(
+            f'<tr><td style="{tl}" title="{_esc(r.source)}">{_esc(r.name)}</td><td style="{tl}">{r.kind}</td>'
+            f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
+            f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
+            f'<td style="{td}">{format_bytes(r.per_token)}</td>'
+            f'<td style="{td}">{format_bytes(r.per_sequence)}</td><td style="{tl}">{bar}</td></tr>')
+    parts.append(
+        f'<div style="margin-top:8px;font-weight:bold">Real models at the same context length and '
+        f'bytes per element</div>'
+        f'<table style="border-collapse:collapse"><tr>{header}<th></th></tr>'
+        f'{"".join(body)}</table>'
+        f'<div style="font-size:11px;color:{_MUTED}">Configurations from the course fact sheet '
+        f'(hover a name for its source). Bars: per-token size on a log scale. DeepSeek-V2 caches a '
+        f'compressed latent instead of K and V heads. Mistral 7B\'s rolling buffer stops growing at '
+        f'4096 positions, and a model cannot use more tokens than its context allows.</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Cost explorer: FLOPs and parameters versus h (fixed d_model) and versus n
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CostRow:
+    label: int  # h (by heads) or n (by tokens)
+    d_head: int
+    params: int
+    projections: int
+    attention: int
+    total: int
+    score_entries: int  # h * n^2 attention weights per layer per sequence
+
+
+@dataclass(frozen=True)
+class CostView:
+    """Everything :func:`cost_explorer` shows for one setting of its sliders."""
+
+    d_model: int
+    h: int
+    n: int
+    ok: bool
+    message: str
+    d_head: int | None = None
+    by_heads: tuple = ()  # CostRow per h dividing d_model (fixed d_model and n)
+    by_tokens: tuple = ()  # CostRow per n in COST_NS (fixed d_model and h)
+    crossover_n: int | None = None  # n where attention FLOPs equal projection FLOPs (2 d_model)
+
+
+def _cost_row(label, n, d_model, h) -> CostRow:
+    f = attention_flops(n, d_model, h)
+    return CostRow(label, d_model // h, attention_params(d_model, h),
+                   f["projections"] + f["output_projection"], f["scores"] + f["weighted_sum"],
+                   f["total"], h * n * n)
+
+
+def cost_view(d_model: int = 768, h: int = 12, n: int = 1024) -> CostView:
+    """What the cost explorer shows (pure). Counts come from :mod:`mha_helpers.cost`.
+
+    >>> v = cost_view(768, 12, 1024)
+    >>> {r.total for r in v.by_heads} == {v.by_heads[0].total}   # the same for every h
+    True
+    >>> v.crossover_n
+    1536
+    """
+    d_model, h, n = int(d_model), int(h), int(n)
+    if min(d_model, h, n) < 1:
+        return CostView(d_model, h, n, False, "d_model, h and n must all be at least 1.")
+    if d_model % h:
+        fits = _divisors(d_model, COST_H_MAX)
+        return CostView(d_model, h, n, False,
+                        f"d_model = {d_model} is not divisible by h = {h}: each head needs "
+                        f"d_model / h features. To fix it, set h to a divisor of {d_model} "
+                        f"({_join_or(fits)}).")
+    by_heads = tuple(_cost_row(k, n, d_model, k) for k in _divisors(d_model, COST_H_MAX))
+    ns = sorted(set(COST_NS) | {n})
+    by_tokens = tuple(_cost_row(m, m, d_model, h) for m in ns)
+    return CostView(d_model, h, n, True, "", d_model // h, by_heads, by_tokens, 2 * d_model)
+
+
+def _stacked_bar(a, b, biggest, width=260) -> str:
+    wa = round(width * a / biggest)
+    wb = round(width * b / biggest)
+    return (f'<span style="display:inline-block;width:{wa}px;height:11px;background-color:{_DARK}">'
+            f'</span><span style="display:inline-block;width:{wb}px;height:11px;'
+            f'background-color:{_LIGHT}"></span>')
+
+
+def render_cost_html(view: CostView, include_settings: bool = True) -> str:
+    """The cost explorer's output as HTML: a table and bars versus h, then versus n."""
+    parts = ["<div>"]
+    if include_settings:
+        parts.append(f'<div style="color:{_MUTED}">Cost explorer at d_model = {view.d_model}, '
+                     f'h = {view.h}, n = {_int(view.n)}.</div>')
+    if not view.ok:
+        parts.append(render_message_html(view.message))
+        parts.append("</div>")
+        return "".join(parts)
+    td = "padding:1px 8px;border:none;text-align:right"
+    tl = "padding:1px 8px;border:none;text-align:left"
+    legend = (f'<div style="font-size:11px;color:{_MUTED}">Bars: <span style="display:inline-block;'
+              f'width:12px;height:10px;background-color:{_DARK}"></span> projections (Q, K, V, W_O) '
+              f'<span style="display:inline-block;width:12px;height:10px;background-color:{_LIGHT};'
+              f'border:1px solid #999"></span> attention (scores and weighted sums). One multiply-add '
+              f'counts as 2 FLOPs.</div>')
+
+    def table(rows, first, current, note):
+        biggest = max(r.total for r in rows)
+        head = "".join(f'<th style="{td}">{t}</th>' for t in (
+            first, "d_head", "parameters", "projection FLOPs", "attention FLOPs", "total FLOPs",
+            "attention weights h\u00b7n\u00b2")) + f'<th style="{tl}">FLOPs</th>'
+        body = []
+        for r in rows:
+            bold = "font-weight:bold;" if r.label == current else ""
+            body.append(
+                f'<tr style="{bold}"><td style="{td}">{_int(r.label)}</td><td style="{td}">{r.d_head}</td>'
+                f'<td style="{td}">{_int(r.params)}</td><td style="{td}">{_si(r.projections)}</td>'
+                f'<td style="{td}">{_si(r.attention)}</td><td style="{td}">{_si(r.total)}</td>'
+                f'<td style="{td}">{_si(r.score_entries)}</td>'
+                f'<td style="{tl}">{_stacked_bar(r.projections, r.attention, biggest)}</td></tr>')
+        return (f'<div style="margin-top:8px;font-weight:bold">{note}</div>'
+                f'<table style="border-collapse:collapse"><tr>{head}</tr>{"".join(body)}</table>')
+
+    parts.append(table(view.by_heads, "h", view.h,
+                       f"Versus h, at d_model = {view.d_model} and n = {_int(view.n)}: the FLOPs and "
+                       f"parameters do not change; the attention weights (h\u00b7n\u00b2) do"))
+    parts.append(table(view.by_tokens, "n", view.n,
+                       f"Versus n, at d_model = {view.d_model} and h = {view.h}: projections grow "
+                       f"like n, attention like n\u00b2 (they are equal at n = 2\u00b7d_model = "
+                       f"{_int(view.crossover_n)})"))
+    parts.append(legend + "</div>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The widgets: thin layers over the pure functions
+# ---------------------------------------------------------------------------------------------
+
+def _widgets():
+    import ipywidgets
+
+    return ipywidgets
+
+
+_SLIDER_STYLE = {"description_width": "90px"}
+
+
+class _Explorer:
+    """Mixin: controls -> pure view function -> HTML children, plus a static fallback.
+
+    Subclasses define ``_view(**values)``, ``_show(view)`` and ``_static_html(view)``.
+    """
+
+    title = "Explorer"
+
+    def _setup(self, controls: dict):
+        self.controls = controls
+        self._holding = False
+        self.update_count = 0
+        for control in controls.values():
+            control.observe(self._on_change, names="value")
+
+    def values(self) -> dict:
+        """The current control values, by name."""
+        return {name: c.value for name, c in self.controls.items()}
+
+    def set_values(self, **values) -> None:
+        """Set several controls at once with a single redraw (tests and benchmarks use this)."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"unknown control(s) {sorted(unknown)}; this explorer has "
+                             f"{sorted(self.controls)}")
+        self._holding = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._holding = False
+        self.refresh()
+
+    def _on_change(self, change) -> None:
+        if not self._holding:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute the view from the controls and replace what is shown."""
+        try:
+            view = self._view(**self.values())
+        except Exception as err:  # a widget callback must never leave a learner a traceback
+            self._show_error(f"Could not update: {err}")
+            return
+        self.view = view
+        self._show(view)
+        self.update_count += 1
+
+    # Static fallback -------------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)  # text/plain + the live widget view
+        if bundle is None:  # a closed widget
+            return None
+        settings = ", ".join(f"{k}={v}" for k, v in self.values().items())
+        bundle["text/plain"] = (f"{self.title} ({settings}). Run this notebook in JupyterLab to "
+                                f"move the sliders.")
+        bundle["text/html"] = (
+            f'<div class="mha-static-explorer"><div style="font-size:11px;color:{_MUTED}">'
+            f"{_esc(self.title)}: a static view of the sliders' starting values. Run the notebook "
+            f"in JupyterLab to move them.</div>{self._static_html(self.view)}</div>")
+        return bundle
+
+
+def _html(value="", **layout):
+    W = _widgets()
+    return W.HTML(value=value, layout=W.Layout(**layout) if layout else W.Layout())
+
+
+def _int_slider(description, value, lo, hi, step=1, tooltip=""):
+    W = _widgets()
+    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                       description_allow_html=False, continuous_update=True, style=_SLIDER_STYLE,
+                       tooltip=tooltip, layout=W.Layout(width="480px"))
+
+
+@lru_cache(maxsize=None)
+def _classes():
+    W = _widgets()
+
+    class ShapeExplorer(_Explorer, W.VBox):
+        """Sliders d_model, h, n; shows d_head, the message, shapes and counts, heatmaps."""
+
+        title = "Shape explorer"
+
+        def __init__(self, d_model=8, h=2, n=4):
+            self.d_head_label = _html()
+            self.message = _html()
+            self.body = _html()
+            self.heatmaps = _html()
+            controls = {
+                "d_model": _int_slider("d_model", d_model, D_MODEL_MIN, D_MODEL_MAX, D_MODEL_STEP,
+                                       "model width: features per token"),
+                "h": _int_slider("h", h, 1, H_MAX, 1, "number of heads"),
+                "n": _int_slider("n", n, N_MIN, N_MAX, 1, "number of tokens"),
+            }
+            super().__init__(children=[*controls.values(), self.d_head_label, self.message,
+                                       self.body, self.heatmaps])
+            self.add_class("mha-shape-explorer")
+            self._setup(controls)
+            self.refresh()
+
+        def _view(self, d_model, h, n):
+            return shape_view(d_model, h, n)
+
+        def _show(self, view):
+            # Set only what changed: each assignment is one message to the browser.
+            for child, value in ((self.d_head_label, render_d_head_html(view)),
+                                 (self.message, render_message_html(view.message)),
+                                 (self.body, render_shape_body_html(view)),
+                                 (self.heatmaps, render_heatmaps_html(view))):
+                if child.value != value:
+                    child.value = value
+
+        def _show_error(self, text):
+            self.message.value = render_message_html(text)
+
+        def _static_html(self, view):
+            return render_shape_html(view)
+
+    class KVCacheExplorer(_Explorer, W.VBox):
+        """Layers, query heads, KV heads, d_head, context length and bytes -> cache sizes."""
+
+        title = "KV-cache explorer"
+
+        def __init__(self, num_layers=80, num_heads=64, num_kv_heads=8, d_head=128,
+                     seq_len=4096, bytes_per_element=2):
+            self.summary = _html()
+            presets = [("(set by hand)", None)] + [
+                (f"{c.name} ({c.kind})", c.name) for c in MODEL_CONFIGS.values() if c.num_kv_heads]
+            self.preset = W.Dropdown(options=presets, value=None, description="load model",
+                                     style=_SLIDER_STYLE, layout=W.Layout(width="480px"))
+            self.kind_buttons = W.ToggleButtons(options=["MHA", "GQA", "MQA"], value=None,
+                                                description="sharing", style=_SLIDER_STYLE,
+                                                tooltips=["one KV head per query head",
+                                                          "a few KV heads (8 when possible)",
+                                                          "a single KV head"])
+            d_heads = sorted(set(KV_D_HEADS) | {int(d_head)})
+            contexts = sorted(set(KV_CONTEXTS) | {int(seq_len)})
+            controls = {
+                "num_layers": _int_slider("layers", num_layers, 1, KV_MAX_LAYERS),
+                "num_heads": _int_slider("query heads", num_heads, 1, KV_MAX_HEADS),
+                "num_kv_heads": _int_slider("KV heads", num_kv_heads, 1, KV_MAX_HEADS),
+                "d_head": W.Dropdown(options=d_heads, value=int(d_head), description="d_head",
+                                     style=_SLIDER_STYLE, layout=W.Layout(width="480px")),
+                "seq_len": W.SelectionSlider(options=contexts, value=int(seq_len),
+                                             description="context", style=_SLIDER_STYLE,
+                                             continuous_update=True, layout=W.Layout(width="480px")),
+                "bytes_per_element": W.Dropdown(options=list(KV_DTYPES), value=bytes_per_element,
+                                                description="bytes", style=_SLIDER_STYLE,
+                                                layout=W.Layout(width="480px")),
+            }
+            super().__init__(children=[self.preset, *controls.values(), self.kind_buttons,
+                                       self.summary])
+            self.add_class("mha-kv-cache-explorer")
+            self._setup(controls)
+            self.preset.observe(self._load_preset, names="value")
+            self.kind_buttons.observe(self._set_kind, names="value")
+            self.refresh()
+
+        def _load_preset(self, change):
+            cfg = MODEL_CONFIGS.get(change["new"])
+            if cfg is not None:
+                self.set_values(num_layers=cfg.num_layers, num_heads=cfg.num_heads,
+                                num_kv_heads=cfg.num_kv_heads, d_head=cfg.d_head)
+
+        def _set_kind(self, change):
+            h = self.controls["num_heads"].value
+            g = {"MHA": h, "MQA": 1, "GQA": _gqa_kv_heads(h)}.get(change["new"])
+            if g is not None:
+                self.set_values(num_kv_heads=g)
+            else:  # GQA needs a divisor of h strictly between 1 and h; say so
+                self.refresh()
+                if change["new"] == "GQA":
+                    self.summary.value = render_message_html(
+                        f"GQA needs a number of KV heads strictly between 1 and {h} that divides "
+                        f"{h}, and {h} has none. Change the query heads first.") + self.summary.value
+
+        def _view(self, **values):
+            return kv_cache_view(**values)
+
+        def _show(self, view):
+            self.summary.value = render_kv_cache_html(view, include_settings=False)
+            # Keep the sharing buttons and the model menu truthful without triggering them.
+            kind = view.kind if view.ok else None
+            if self.kind_buttons.value != kind:
+                self.kind_buttons.unobserve(self._set_kind, names="value")
+                self.kind_buttons.value = kind
+                self.kind_buttons.observe(self._set_kind, names="value")
+            cfg = MODEL_CONFIGS.get(self.preset.value)
+            if cfg is not None and (cfg.num_layers, cfg.num_heads, cfg.num_kv_heads, cfg.d_head) != (
+                    view.num_layers, view.num_heads, view.num_kv_heads, view.d_head):
+                self.preset.unobserve(self._load_preset, names="value")
+                self.preset.value = None
+                self.preset.observe(self._load_preset, names="value")
+
+        def _show_error(self, text):
+            self.summary.value = render_message_html(text)
+
+        def _static_html(self, view):
+            return render_kv_cache_html(view)
+
+    class CostExplorer(_Explorer, W.VBox):
+        """d_model, h, n -> FLOPs and parameters versus h and versus n."""
+
+        title = "Cost explorer"
+
+        def __init__(self, d_model=768, h=12, n=1024):
+            self.summary = _html()
+            ns = sorted(set(COST_NS) | {int(n)})
+            controls = {
+                "d_model": _int_slider("d_model", d_model, COST_D_MODEL_MIN, COST_D_MODEL_MAX,
+                                       COST_D_MODEL_STEP),
+                "h": _int_slider("h", h, 1, COST_H_MAX),
+                "n": W.SelectionSlider(options=ns, value=int(n), description="n",
+                                       style=_SLIDER_STYLE, continuous_update=True,
+                                       layout=W.Layout(width="480px")),
+            }
+            super().__init__(children=[*controls.values(), self.summary])
+            self.add_class("mha-cost-explorer")
+            self._setup(controls)
+            self.refresh()
+
+        def _view(self, **values):
+            return cost_view(**values)
+
+        def _show(self, view):
+            self.summary.value = render_cost_html(view, include_settings=False)
+
+        def _show_error(self, text):
+            self.summary.value = render_message_html(text)
+
+        def _static_html(self, view):
+            return render_cost_html(view)
+
+    return {"shape": ShapeExplorer, "kv_cache": KVCacheExplorer, "cost": CostExplorer}
+
+
+def shape_explorer(d_model: int = 8, h: int = 2, n: int = 4):
+    """Sliders ``d_model``, ``h`` and ``n``; shows d_head, every shape, the parameter count, the
+    FLOPs and per-head heatmaps of a seeded example. Returns the widget (display it by making it
+    the last expression of a cell).
+
+    ``explorer.controls["h"].value = 3`` moves a slider from code; ``explorer.view`` is the
+    :class:`ShapeView` currently shown.
+    """
+    return _classes()["shape"](d_model=d_model, h=h, n=n)
+
+
+def kv_cache_explorer(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int = 8,
+                      d_head: int = 128, seq_len: int = 4096, bytes_per_element: float = 2):
+    """Controls for layers, query heads, KV heads (MHA / GQA / MQA), d_head, context length and
+    bytes per element; shows the cache per token and per sequence, and real models' caches.
+
+    The defaults are Llama 2 70B in fp16 (1.25 GiB at 4096 tokens).
+    """
+    return _classes()["kv_cache"](num_layers=num_layers, num_heads=num_heads,
+                                  num_kv_heads=num_kv_heads, d_head=d_head, seq_len=seq_len,
+                                  bytes_per_element=bytes_per_element)
+
+
+def cost_explorer(d_model: int = 768, h: int = 12, n: int = 1024):
+    """Sliders ``d_model``, ``h`` and ``n``; shows FLOPs and parameters versus h at fixed
+    d_model (constant) and versus n (projections linear, attention quadratic).
+
+    The defaults are one GPT-2 small attention layer over 1024 tokens.
+    """
+    return _classes()["cost"](d_model=d_model, h=h, n=n)
+
+
+_FACTORIES = {"shape": shape_explorer, "kv_cache": kv_cache_explorer, "cost": cost_explorer}
+
+
+def default_states(explorer_name: str) -> list[dict]:
+    """A sweep of slider settings for benchmarks, including the largest sizes and invalid ones."""
+    if explorer_name == "shape":
+        return [{"d_model": d, "h": h, "n": n}
+                for d in (8, 64, 256, 512, 768, 1024) for h in (1, 2, 3, 8, 16, 32) for n in (4, 8)]
+    if explorer_name == "kv_cache":
+        return [{"num_layers": L, "num_heads": h, "num_kv_heads": g, "seq_len": s}
+                for L in (12, 80) for h in (32, 64) for g in (1, 6, 8, 32) for s in (4096, 131072)]
+    if explorer_name == "cost":
+        return [{"d_model": d, "h": h, "n": n}
+                for d in (64, 768, 4096) for h in (1, 5, 12, 64) for n in (128, 1024, 32768)]
+    raise ValueError(f"unknown explorer {explorer_name!r}; choose from {sorted(_FACTORIES)}")
+
+
+def update_timings(explorer_name: str, states=None, repeat: int = 1) -> list[float]:
+    """Seconds taken by each update of an explorer, one per state (a dict of control values).
+
+    Each update is what a slider move costs in the kernel: compute the view and replace the
+    HTML. ``explorer_name`` is ``"shape"``, ``"kv_cache"`` or ``"cost"``; ``states`` defaults to
+    :func:`default_states`. The explorer (and the seeded example) is built before timing starts.
+
+    >>> t = update_timings("shape", [{"d_model": 16, "h": 4}])
+    >>> len(t)
+    1
+    """
+    states = default_states(explorer_name) if states is None else list(states)
+    explorer = _FACTORIES[explorer_name]()
+    out = []
+    try:
+        for _ in range(repeat):
+            for state in states:
+                t0 = time.perf_counter()
+                explorer.set_values(**state)
+                out.append(time.perf_counter() - t0)
+    finally:
+        explorer.close()
+    return out
