@@ -1,0 +1,157 @@
+"""Toy tasks for lesson 06 and the measurements that say what a trained head does.
+
+Two tasks, each a batch generator ``make_batch(rng, batch_size) -> (tokens, targets)`` for
+:func:`mha_helpers.training.train` (targets are ``-1`` where there is no loss):
+
+* the **vote table** task needs two relationships at once. At every position ``t >= 2`` the
+  answer is the class ``c`` with the largest ``first[x_0, c] + previous[x_(t-1), c]``: two fixed
+  random tables each cast a vote, one indexed by the *first* token, one by the *previous*
+  token. One head can attend to one place at a time; two heads can each take one.
+* the **repeated segment** task: ``BOS``, a random prefix, then a segment of ``m`` tokens
+  written twice, ``m`` drawn per sequence. Inside the second copy the next token can be read off
+  the first copy, which is what an induction head does.
+
+Roles are measured, never assumed: :func:`role_scores` gives each head's mean attention on
+the previous and the first token, and :func:`induction_scores` how much attention goes to
+the position right after an earlier copy of the current token.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["make_vote_tables", "vote_table_batch", "vote_table_task", "repeated_segment_batch",
+           "repeated_segment_task", "role_scores", "head_roles", "previous_token_score",
+           "induction_scores"]
+
+
+def make_vote_tables(vocab_size=16, seed=0):
+    """Two fixed random ``(vocab, vocab)`` tables ``(first, previous)`` with ``N(0, 1)`` entries."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(vocab_size, vocab_size)), rng.normal(size=(vocab_size, vocab_size))
+
+
+def vote_table_batch(rng, batch_size, tables, seq_len=10):
+    """Random tokens and their vote-table targets.
+
+    Returns ``tokens`` ``(batch, seq_len)`` and ``targets`` ``(batch, seq_len)`` with
+    ``targets[:, t] = argmax_c first[x_0, c] + previous[x_(t-1), c]`` for ``t >= 2`` and ``-1``
+    at positions 0 and 1 (where "first" and "previous" are not two different tokens).
+
+    >>> tables = (np.eye(3), np.zeros((3, 3)))
+    >>> tokens, targets = vote_table_batch(np.random.default_rng(0), 1, tables, seq_len=4)
+    >>> bool((targets[0, 2:] == tokens[0, 0]).all()), targets[0, :2].tolist()
+    (True, [-1, -1])
+    """
+    first, previous = tables
+    vocab = first.shape[0]
+    tokens = rng.integers(0, vocab, size=(batch_size, seq_len))  # (batch, n)
+    votes = first[tokens[:, :1]] + previous[tokens[:, 1:-1]]  # (batch, n - 2, vocab)
+    targets = np.full((batch_size, seq_len), -1)  # (batch, n)
+    targets[:, 2:] = votes.argmax(axis=-1)
+    return tokens, targets
+
+
+def vote_table_task(vocab_size=16, seq_len=10, table_seed=0):
+    """``make_batch(rng, batch_size)`` for the vote-table task with tables fixed by ``table_seed``."""
+    tables = make_vote_tables(vocab_size, table_seed)
+
+    def make_batch(rng, batch_size):
+        return vote_table_batch(rng, batch_size, tables, seq_len)
+
+    return make_batch
+
+
+def repeated_segment_batch(rng, batch_size, vocab_size=24, seq_len=20, min_len=4, max_len=9,
+                           distinct=False):
+    """Sequences ``BOS, prefix, segment, segment`` and targets on the second copy.
+
+    Token ids ``0 .. vocab_size - 1`` are ordinary tokens; ``BOS = vocab_size`` opens every
+    sequence (so the model's vocabulary has ``vocab_size + 1`` entries). The segment length
+    ``m`` is drawn per sequence from ``[min_len, max_len]``, so the answer is never at a fixed
+    distance. ``targets[t]`` is the next token for every ``t`` inside the second copy that has
+    a next token (``m - 1`` targets per sequence), else ``-1``.
+    With ``distinct=True`` no token appears twice except through the repetition.
+
+    >>> tokens, targets = repeated_segment_batch(np.random.default_rng(0), 1, seq_len=12,
+    ...                                          min_len=3, max_len=3)
+    >>> tokens[0, 6:9].tolist() == tokens[0, 9:12].tolist(), int((targets >= 0).sum())
+    (True, 2)
+    """
+    tokens = np.empty((batch_size, seq_len), dtype=np.int64)  # (batch, n)
+    targets = np.full((batch_size, seq_len), -1)  # (batch, n)
+    for b in range(batch_size):
+        m = int(rng.integers(min_len, max_len + 1))
+        prefix = seq_len - 1 - 2 * m
+        if prefix < 0:
+            raise ValueError(f"a segment of {m} tokens repeated twice does not fit in seq_len={seq_len}")
+        if distinct:
+            body = rng.permutation(vocab_size)[:prefix + m]
+        else:
+            body = rng.integers(0, vocab_size, size=prefix + m)
+        segment = body[prefix:]
+        tokens[b] = np.concatenate([[vocab_size], body[:prefix], segment, segment])
+        start = 1 + prefix + m  # first position of the second copy
+        targets[b, start:seq_len - 1] = tokens[b, start + 1:]
+    return tokens, targets
+
+
+def repeated_segment_task(vocab_size=24, seq_len=20, min_len=4, max_len=9, distinct=False):
+    """``make_batch(rng, batch_size)`` for :func:`repeated_segment_batch` with these settings."""
+
+    def make_batch(rng, batch_size):
+        return repeated_segment_batch(rng, batch_size, vocab_size, seq_len, min_len, max_len, distinct)
+
+    return make_batch
+
+
+def role_scores(weights, start=2) -> np.ndarray:
+    """Each head's mean attention on the previous token and on the first token.
+
+    ``weights`` is ``(batch, h, n, n)`` (or ``(h, n, n)``). Averaged over the batch and over
+    the queries ``t >= start``; returns ``(h, 2)``: column 0 is the mean of ``weights[t, t-1]``,
+    column 1 the mean of ``weights[t, 0]``.
+
+    >>> w = np.zeros((1, 3, 3)); w[0, 2, 1] = 1.0
+    >>> role_scores(w).tolist()
+    [[1.0, 0.0]]
+    """
+    w = np.asarray(weights)
+    if w.ndim == 3:
+        w = w[None]  # (1, h, n, n)
+    n = w.shape[-1]
+    t = np.arange(start, n)
+    prev = w[:, :, t, t - 1].mean(axis=(0, 2))  # (h,)
+    first = w[:, :, t, 0].mean(axis=(0, 2))  # (h,)
+    return np.stack([prev, first], axis=1)  # (h, 2)
+
+
+def head_roles(weights, start=2) -> list[str]:
+    """Name each head by the larger of its two :func:`role_scores`: "previous" or "first"."""
+    return ["previous" if p >= f else "first" for p, f in role_scores(weights, start)]
+
+
+def previous_token_score(weights, targets) -> np.ndarray:
+    """Per head, mean attention from each scored position ``t`` to ``t - 1``: ``(h,)``.
+
+    ``weights`` ``(batch, h, n, n)``; the positions are those whose target is not ``-1``.
+    """
+    b, t = np.nonzero(np.asarray(targets) >= 0)
+    return weights[b, :, t, t - 1].mean(axis=0)  # (h,)
+
+
+def induction_scores(weights, tokens, targets) -> np.ndarray:
+    """Per head, mean attention from scored positions to "the token after an earlier copy of me".
+
+    For a query at position ``t`` with a target, the induction positions are the keys
+    ``s <= t`` with ``tokens[s - 1] == tokens[t]`` and ``s - 1 < t``. Returns ``(h,)``: the
+    attention on those keys, summed per query, averaged over queries.
+    """
+    tokens = np.asarray(tokens)
+    n = tokens.shape[1]
+    s = np.arange(1, n)
+    scores = []
+    for b, t in zip(*np.nonzero(np.asarray(targets) >= 0)):
+        keys = s[(s <= t) & (tokens[b, s - 1] == tokens[b, t]) & (s - 1 < t)]
+        scores.append(weights[b, :, t, keys].sum(axis=0) if keys.size else np.zeros(weights.shape[1]))
+    return np.mean(scores, axis=0)  # (h,)

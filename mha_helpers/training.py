@@ -1,0 +1,285 @@
+"""A tiny attention-only transformer that trains in seconds with nothing but NumPy.
+
+The model (lesson 06):
+
+* token embedding ``embed`` ``(vocab, d_model)`` plus positional embedding ``pos``
+  ``(seq_len, d_model)`` make the *residual stream* ``x`` of shape ``(batch, n, d_model)``;
+* each layer ``l`` adds causal multi-head self-attention to it: ``x = x + mha(x)``, with weights
+  ``layers.l.w_q``, ``w_k``, ``w_v``, ``w_o`` (the course's ``x @ w`` convention);
+* a linear readout ``unembed`` ``(d_model, num_outputs)`` turns each position into logits;
+* the loss is softmax cross-entropy, averaged over the positions whose target is not ``-1``.
+
+There are no MLPs, layer norms or biases, so every number the model computes comes from
+attention. Parameters live in a plain ``dict`` of arrays, so a gradient check, the optimizer and
+head pruning are all a loop over its entries.
+
+Everything is determined by seeds: the same seed gives the same weights, the same batches and
+bit-for-bit the same trained model on the same machine and library versions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .attention import causal_mask
+from .backward import mha_backward, mha_forward
+from .shapes import _fmt
+
+__all__ = ["init_model", "num_layers", "forward", "cross_entropy", "loss_and_grads",
+           "numerical_gradients", "max_relative_error", "learning_rate", "adam_step", "train",
+           "accuracy", "prune_head"]
+
+WEIGHTS = ("w_q", "w_k", "w_v", "w_o")
+
+
+def init_model(vocab_size, seq_len, d_model, num_layers, num_outputs=None, seed=0) -> dict:
+    """Random parameters: embeddings ``N(0, 1)``, weight matrices ``N(0, 1/d_model)``.
+
+    ``num_outputs`` is the number of classes the readout predicts (default ``vocab_size``).
+    The number of heads is not part of the parameters: the same four ``(d_model, d_model)``
+    matrices serve any ``h`` that divides ``d_model`` (lesson 02).
+
+    >>> p = init_model(vocab_size=5, seq_len=4, d_model=8, num_layers=1)
+    >>> {name: w.shape for name, w in p.items()}  # doctest: +NORMALIZE_WHITESPACE
+    {'embed': (5, 8), 'pos': (4, 8), 'layers.0.w_q': (8, 8), 'layers.0.w_k': (8, 8),
+     'layers.0.w_v': (8, 8), 'layers.0.w_o': (8, 8), 'unembed': (8, 5)}
+    """
+    rng = np.random.default_rng(seed)
+    num_outputs = vocab_size if num_outputs is None else num_outputs
+    std = 1.0 / math.sqrt(d_model)
+    params = {"embed": rng.normal(size=(vocab_size, d_model)),  # (vocab, d_model)
+              "pos": rng.normal(size=(seq_len, d_model))}  # (seq_len, d_model)
+    for layer in range(num_layers):
+        for name in WEIGHTS:
+            params[f"layers.{layer}.{name}"] = rng.normal(scale=std, size=(d_model, d_model))
+    params["unembed"] = rng.normal(scale=std, size=(d_model, num_outputs))  # (d_model, num_outputs)
+    return params
+
+
+def num_layers(params) -> int:
+    """How many attention layers a parameter dict holds."""
+    return sum(1 for name in params if name.endswith(".w_q"))
+
+
+def _check_tokens(params, tokens):
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 2 or not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"tokens has shape {_fmt(tokens.shape)} and dtype {tokens.dtype}, expected "
+                         f"integer token ids of shape (batch, n)")
+    vocab, seq_len = params["embed"].shape[0], params["pos"].shape[0]
+    if tokens.shape[1] > seq_len:
+        raise ValueError(f"tokens has {tokens.shape[1]} positions, but the model has positional "
+                         f"embeddings for at most seq_len={seq_len}")
+    if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab):
+        raise ValueError(f"token ids must lie in [0, {vocab}), got values from {tokens.min()} to "
+                         f"{tokens.max()}")
+    return tokens
+
+
+def forward(params, tokens, num_heads, head_masks=None, return_cache=False):
+    """Run the model on a batch of token ids.
+
+    Parameters
+    ----------
+    params : dict from :func:`init_model`
+    tokens : (batch, n) integer token ids
+    num_heads : h, the same for every layer
+    head_masks : optional list with one ``(h,)`` array of 0/1 per layer (1 keeps a head,
+        0 prunes it), or None to keep every head
+    return_cache : also return what :func:`loss_and_grads` needs for the backward pass
+
+    Returns ``(logits, weights)``: logits ``(batch, n, num_outputs)`` and a list with each
+    layer's attention weights ``(batch, h, n, n)`` (plus the cache when asked).
+    """
+    tokens = _check_tokens(params, tokens)
+    n = tokens.shape[1]
+    mask = causal_mask(n)  # (n, n)
+    x = params["embed"][tokens] + params["pos"][:n]  # (batch, n, d_model)
+    caches, weights = [], []
+    for layer in range(num_layers(params)):
+        w = [params[f"layers.{layer}.{name}"] for name in WEIGHTS]
+        head_mask = None if head_masks is None else head_masks[layer]
+        y, cache = mha_forward(x, *w, num_heads=num_heads, mask=mask, head_mask=head_mask)
+        x = x + y  # (batch, n, d_model): each layer adds to the residual stream
+        caches.append(cache)
+        weights.append(cache["weights"])  # (batch, h, n, n)
+    logits = x @ params["unembed"]  # (batch, n, num_outputs)
+    if return_cache:
+        return logits, weights, {"tokens": tokens, "x_final": x, "layers": caches}
+    return logits, weights
+
+
+def cross_entropy(logits, targets):
+    """Mean softmax cross-entropy over the positions whose target is not ``-1``.
+
+    Returns ``(loss, d_logits)``, the gradient having the shape of ``logits``
+    ``(batch, n, num_outputs)`` and zeros at ignored positions.
+
+    >>> loss, d = cross_entropy(np.zeros((1, 2, 4)), np.array([[3, -1]]))
+    >>> bool(np.isclose(loss, np.log(4))), d[0, 1].tolist()
+    (True, [0.0, 0.0, 0.0, 0.0])
+    """
+    targets = np.asarray(targets)
+    if targets.shape != logits.shape[:-1]:
+        raise ValueError(f"targets has shape {_fmt(targets.shape)}, expected {_fmt(logits.shape[:-1])}: "
+                         f"one class id (or -1 for no loss) per position")
+    used = targets >= 0  # (batch, n)
+    count = int(used.sum())
+    if count == 0:
+        raise ValueError("every target is -1: there is no position to compute a loss on")
+    shifted = logits - logits.max(axis=-1, keepdims=True)  # (batch, n, C)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (batch, n, C)
+    safe = np.where(used, targets, 0)  # (batch, n)
+    picked = np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]  # (batch, n)
+    loss = float(-(picked * used).sum() / count)
+    d_logits = np.exp(log_probs)  # (batch, n, C): softmax probabilities
+    np.put_along_axis(d_logits, safe[..., None],
+                      np.take_along_axis(d_logits, safe[..., None], axis=-1) - 1.0, axis=-1)
+    d_logits = np.where(used[..., None], d_logits / count, 0.0)  # (batch, n, C)
+    return loss, d_logits
+
+
+def loss_and_grads(params, tokens, targets, num_heads, head_masks=None):
+    """Loss and the gradient of every parameter: ``(loss, grads)``, ``grads`` keyed like ``params``.
+
+    The backward pass walks the forward pass in reverse: readout, then each layer's attention
+    (the residual connection passes the gradient through unchanged and adds the attention
+    branch's), then the two embeddings, whose rows collect the gradient of every position that
+    used them.
+    """
+    logits, _, cache = forward(params, tokens, num_heads, head_masks, return_cache=True)
+    loss, d_logits = cross_entropy(logits, targets)
+    x = cache["x_final"]
+    d_model = x.shape[-1]
+    grads = {"unembed": x.reshape(-1, d_model).T @ d_logits.reshape(-1, d_logits.shape[-1])}
+    d_x = d_logits @ params["unembed"].T  # (batch, n, d_model)
+    for layer in reversed(range(num_layers(params))):
+        d_branch, g = mha_backward(d_x, cache["layers"][layer])
+        d_x = d_x + d_branch  # (batch, n, d_model): residual path + attention path
+        for name in WEIGHTS:
+            grads[f"layers.{layer}.{name}"] = g[name]
+    tokens = cache["tokens"]
+    n = tokens.shape[1]
+    one_hot = np.eye(params["embed"].shape[0])[tokens.reshape(-1)]  # (batch * n, vocab)
+    d_embed = one_hot.T @ d_x.reshape(-1, d_model)  # (vocab, d_model): each row sums its uses
+    d_pos = np.zeros_like(params["pos"])  # (seq_len, d_model)
+    d_pos[:n] = d_x.sum(axis=0)
+    grads["embed"], grads["pos"] = d_embed, d_pos
+    return loss, {name: grads[name] for name in params}
+
+
+def numerical_gradients(params, tokens, targets, num_heads, eps=1e-5, head_masks=None) -> dict:
+    """Central finite differences of the loss for every entry of every parameter.
+
+    ``(L(p + eps) - L(p - eps)) / (2 eps)``, one entry at a time: slow (two forward passes per
+    entry) but obviously right, which is what a check of a hand-written backward pass needs.
+    Use float64 parameters.
+    """
+    grads = {}
+    for name, w in params.items():
+        g = np.zeros_like(w)
+        for idx in np.ndindex(w.shape):
+            old = w[idx]
+            w[idx] = old + eps
+            plus, _ = cross_entropy(forward(params, tokens, num_heads, head_masks)[0], targets)
+            w[idx] = old - eps
+            minus, _ = cross_entropy(forward(params, tokens, num_heads, head_masks)[0], targets)
+            w[idx] = old
+            g[idx] = (plus - minus) / (2 * eps)
+        grads[name] = g
+    return grads
+
+
+def max_relative_error(analytic: dict, numeric: dict, floor=1e-6) -> float:
+    """Largest ``|a - n| / max(|a|, |n|)`` over entries whose gradient exceeds ``floor``.
+
+    Entries below ``floor`` in both are skipped: their relative error measures rounding, not
+    the backward pass.
+
+    >>> max_relative_error({"w": np.array([1.0, 1e-9])}, {"w": np.array([1.000001, 0.0])}) < 2e-6
+    True
+    """
+    worst = 0.0
+    for name in analytic:
+        a, n = np.abs(analytic[name]), np.abs(numeric[name])
+        big = np.maximum(a, n)
+        keep = big > floor
+        if keep.any():
+            err = np.abs(analytic[name] - numeric[name])[keep] / big[keep]
+            worst = max(worst, float(err.max()))
+    return worst
+
+
+def learning_rate(step, steps, lr, warmup) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay to 0 at ``steps``.
+
+    >>> [round(learning_rate(s, 10, 1.0, 2), 3) for s in (0, 1, 2, 6, 9)]
+    [0.5, 1.0, 1.0, 0.5, 0.038]
+    """
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def adam_step(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8) -> None:
+    """One Adam update, in place: ``params`` and the moment estimates in ``state`` change.
+
+    ``state`` starts as an empty dict; it keeps the step count and, per parameter, running
+    averages of the gradient (``m``) and of its square (``v``).
+    """
+    t = state["t"] = state.get("t", 0) + 1
+    for name, g in grads.items():
+        m = state.setdefault("m." + name, np.zeros_like(g))
+        v = state.setdefault("v." + name, np.zeros_like(g))
+        m *= beta1
+        m += (1 - beta1) * g
+        v *= beta2
+        v += (1 - beta2) * g * g
+        m_hat = m / (1 - beta1 ** t)
+        v_hat = v / (1 - beta2 ** t)
+        params[name] -= lr * m_hat / (np.sqrt(v_hat) + eps)
+
+
+def train(params, make_batch, num_heads, steps, lr, warmup=100, batch_size=64, seed=0):
+    """Train a copy of ``params`` with Adam; return ``(trained_params, losses)``.
+
+    ``make_batch(rng, batch_size)`` returns ``(tokens, targets)``; it gets its own generator,
+    seeded with ``seed``, so the batches (and hence the trained model) are fixed by the seed.
+    ``losses`` is the training loss at every step, shape ``(steps,)``.
+    """
+    params = {name: w.copy() for name, w in params.items()}
+    rng = np.random.default_rng(seed)
+    state: dict = {}
+    losses = np.empty(steps)
+    for step in range(steps):
+        tokens, targets = make_batch(rng, batch_size)
+        loss, grads = loss_and_grads(params, tokens, targets, num_heads)
+        adam_step(params, grads, state, learning_rate(step, steps, lr, warmup))
+        losses[step] = loss
+    return params, losses
+
+
+def accuracy(params, tokens, targets, num_heads, head_masks=None) -> float:
+    """Fraction of the positions with a target (not ``-1``) where the top logit is right."""
+    logits, _ = forward(params, tokens, num_heads, head_masks)
+    used = np.asarray(targets) >= 0
+    return float((logits.argmax(axis=-1) == targets)[used].mean())
+
+
+def prune_head(w_o, head, num_heads) -> np.ndarray:
+    """Return a copy of ``w_o`` with head ``head``'s rows set to 0: the head no longer writes.
+
+    Head ``i`` owns rows ``[i * d_head, (i + 1) * d_head)`` of ``w_o`` (its slice of the
+    concatenated head outputs). Zeroing its *queries* would not remove it: equal scores give
+    uniform attention, and the head would still write the average of its values.
+
+    >>> prune_head(np.ones((4, 4)), head=1, num_heads=2)[:, 0]
+    array([1., 1., 0., 0.])
+    """
+    w_o = np.array(w_o, dtype=float)
+    d_head = w_o.shape[0] // num_heads
+    w_o[head * d_head:(head + 1) * d_head] = 0.0  # (d_model, d_model), one head's rows cleared
+    return w_o
