@@ -302,18 +302,21 @@ def render_heatmaps_html(view: ShapeView) -> str:
     heads = "".join(_heatmap_table(view.weights[i], view.tokens, f"head {i}")
                     for i in range(view.weights.shape[0]))
     note = f' <span style="color:{_MUTED}">({_esc(view.heads_note)})</span>' if view.heads_note else ""
-    return (f'<div style="margin-top:6px"><div style="font-weight:bold">Attention weights per head '
+    return (f'<div style="margin-top:6px;line-height:1.45"><div style="font-weight:bold">Attention weights per head '
             f'for the example "{_esc(" ".join(view.tokens))}" (seeded weights){note}</div>'
             f'{_colour_legend()}<div>{heads}</div>'
             f'<div style="font-size:11px;color:{_MUTED}">Rows: the query token (attending); '
             f'columns: the key token (attended to). Each head has its own pattern.</div></div>')
 
 
+_BOX = '<div style="line-height:1.45">'
+
+
 def render_d_head_html(view: ShapeView) -> str:
     colour = "inherit" if view.ok else "#b00020"
     detail = (f' <span style="font-weight:normal;color:{_MUTED}">= d_model / h = '
               f'{view.d_model} / {view.h}</span>' if view.ok else "")
-    return (f'<div style="font-size:1.25em;font-weight:bold;color:{colour}" class="mha-d-head">'
+    return (f'<div style="font-size:1.25em;font-weight:bold;line-height:1.6;color:{colour}" class="mha-d-head">'
             f'{_esc(view.d_head_text)}{detail}</div>')
 
 
@@ -321,7 +324,7 @@ def render_message_html(message: str) -> str:
     if not message:
         return ""
     return (f'<div class="mha-message" style="border-left:4px solid #b00020;padding:6px 10px;'
-            f'margin:4px 0;background-color:#fdecea;color:#5f0010">{_esc(message)}</div>')
+            f'margin:4px 0;line-height:1.45;background-color:#fdecea;color:#5f0010">{_esc(message)}</div>')
 
 
 def render_shape_body_html(view: ShapeView) -> str:
@@ -338,6 +341,7 @@ def render_shape_body_html(view: ShapeView) -> str:
     d = view.d_model
     f = view.flops
     share = f["attention"] / f["total"]
+    share_text = f"{share:.0%}" if share >= 0.095 else f"{share:.1%}"
     counts = (
         f'<div style="margin-top:6px"><b>Parameters of the layer:</b> {_count(view.params)} '
         f'= 4 d_model\u00b2 + 4 d_model = 4\u00b7{d}\u00b2 + 4\u00b7{d} '
@@ -346,14 +350,14 @@ def render_shape_body_html(view: ShapeView) -> str:
         f'<div><b>FLOPs for n = {view.n} tokens:</b> projections (Q, K, V and W_O) '
         f'{_count(f["projections"])}; attention (scores and weighted sums) '
         f'{_count(f["attention"])}; total {_count(f["total"])} '
-        f'<span style="color:{_MUTED}">(attention is {share:.0%} of the total)</span></div>')
-    return (f'<table style="border-collapse:collapse;margin-top:4px"><tr>{header}</tr>{rows}</table>'
-            f'{counts}')
+        f'<span style="color:{_MUTED}">(attention is {share_text} of the total)</span></div>')
+    return (f'{_BOX}<table style="border-collapse:collapse;margin-top:4px"><tr>{header}</tr>{rows}'
+            f'</table>{counts}</div>')
 
 
 def render_shape_html(view: ShapeView) -> str:
     """The whole shape explorer output as one HTML fragment (the static rendering)."""
-    settings = (f'<div style="color:{_MUTED}">Shape explorer at d_model = {view.d_model}, '
+    settings = (f'<div style="color:{_MUTED};line-height:1.45">Shape explorer at d_model = {view.d_model}, '
                 f'h = {view.h}, n = {view.n}.</div>')
     return ("<div>" + settings + render_d_head_html(view) + render_message_html(view.message)
             + render_shape_body_html(view) + render_heatmaps_html(view) + "</div>")
@@ -374,6 +378,7 @@ class ModelCacheRow:
     per_token: int | float
     per_sequence: int | float
     source: str
+    context: int | None = None  # the model's maximum context (None: not fixed by the source)
 
 
 @dataclass(frozen=True)
@@ -418,7 +423,8 @@ def _model_rows(seq_len: int, bytes_per_element) -> tuple:
     for cfg in MODEL_CONFIGS.values():
         per_token = cfg.kv_cache_bytes_per_token(bytes_per_element)
         rows.append(ModelCacheRow(cfg.name, cfg.kind, cfg.num_layers, cfg.num_heads, cfg.num_kv_heads,
-                                  cfg.d_head, per_token, per_token * seq_len, cfg.source))
+                                  cfg.d_head, per_token, cfg.cache_bytes(seq_len, bytes_per_element),
+                                  cfg.source, cfg.context))
     return tuple(rows)
 
 
@@ -469,7 +475,7 @@ def kv_cache_view(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int =
 
 def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:
     """The KV-cache explorer's output as HTML: your configuration, then the real models."""
-    parts = ["<div>"]
+    parts = [_BOX]
     if include_settings:
         parts.append(f'<div style="color:{_MUTED}">KV-cache explorer at {view.num_layers} layers, '
                      f'{view.num_heads} query heads, {view.num_kv_heads} KV heads, d_head = '
@@ -493,30 +499,45 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
     td = "padding:2px 8px;border:none;text-align:right"
     tl = "padding:2px 8px;border:none;text-align:left"
     header = "".join(f'<th style="{tl if i < 2 else td}">{t}</th>' for i, t in enumerate(
-        ("model", "type", "layers", "query heads", "KV heads", "d_head", "per token",
-         f"{_int(view.seq_len)} tokens")))
+        ("model", "type", "layers", "query heads", "KV heads", "d_head", "context", "per token",
+         f"{_int(view.seq_len)} tokens", "compared with yours")))
     body = []
-    biggest = max(r.per_token for r in view.models)
+    if view.ok:
+        body.append(
+            f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
+            f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
+            f'{view.num_heads}</td><td style="{td}">{view.num_kv_heads}</td><td style="{td}">'
+            f'{view.d_head}</td><td style="{td}"></td><td style="{td}">{view.per_token_text}</td>'
+            f'<td style="{td}">{view.per_sequence_text}</td><td style="{td}">1\u00d7</td></tr>')
+    beyond = False
     for r in view.models:
         kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
-        width = max(1, round(120 * math.log1p(r.per_token) / math.log1p(biggest)))
-        bar = (f'<span style="display:inline-block;width:{width}px;height:9px;'
-               f'background-color:{_DARK};margin-left:6px"></span>')
+        if view.ok:
+            ratio = r.per_token / view.per_token
+            compared = f"{ratio:.3g}\u00d7" if ratio >= 1 else f"1/{1 / ratio:.3g}"
+        else:
+            compared = ""
+        mark = ""
+        if r.context is not None and view.seq_len > r.context:
+            mark, beyond = " *", True
         body.append(
             f'<tr><td style="{tl}" title="{_esc(r.source)}">{_esc(r.name)}</td><td style="{tl}">{r.kind}</td>'
             f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
             f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
+            f'<td style="{td}">{"" if r.context is None else _int(r.context)}</td>'
             f'<td style="{td}">{format_bytes(r.per_token)}</td>'
-            f'<td style="{td}">{format_bytes(r.per_sequence)}</td><td style="{tl}">{bar}</td></tr>')
+            f'<td style="{td}">{format_bytes(r.per_sequence)}{mark}</td>'
+            f'<td style="{td}">{compared}</td></tr>')
+    footnote = (" * longer than the model's context: it cannot use that many tokens."
+                if beyond else "")
     parts.append(
         f'<div style="margin-top:8px;font-weight:bold">Real models at the same context length and '
         f'bytes per element</div>'
-        f'<table style="border-collapse:collapse"><tr>{header}<th></th></tr>'
-        f'{"".join(body)}</table>'
+        f'<table style="border-collapse:collapse"><tr>{header}</tr>{"".join(body)}</table>'
         f'<div style="font-size:11px;color:{_MUTED}">Configurations from the course fact sheet '
-        f'(hover a name for its source). Bars: per-token size on a log scale. DeepSeek-V2 caches a '
-        f'compressed latent instead of K and V heads. Mistral 7B\'s rolling buffer stops growing at '
-        f'4096 positions, and a model cannot use more tokens than its context allows.</div>')
+        f'(hover a name for its source). Layers: those that hold a cache (the decoder of an '
+        f'encoder-decoder model). DeepSeek-V2 caches a compressed latent instead of K and V heads; '
+        f'Mistral 7B\'s rolling buffer caps its cache at 4,096 positions.{footnote}</div>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -582,17 +603,18 @@ def cost_view(d_model: int = 768, h: int = 12, n: int = 1024) -> CostView:
     return CostView(d_model, h, n, True, "", d_model // h, by_heads, by_tokens, 2 * d_model)
 
 
-def _stacked_bar(a, b, biggest, width=260) -> str:
-    wa = round(width * a / biggest)
-    wb = round(width * b / biggest)
-    return (f'<span style="display:inline-block;width:{wa}px;height:11px;background-color:{_DARK}">'
-            f'</span><span style="display:inline-block;width:{wb}px;height:11px;'
-            f'background-color:{_LIGHT}"></span>')
+def _share_bar(a, b, width=200) -> str:
+    """A bar split in proportion a : b (projections dark, attention light), with b's share."""
+    wa = round(width * a / (a + b))
+    return (f'<div style="display:flex;align-items:center;white-space:nowrap">'
+            f'<div style="width:{wa}px;height:11px;background-color:{_DARK}"></div>'
+            f'<div style="width:{width - wa}px;height:11px;background-color:{_LIGHT}"></div>'
+            f'<div style="margin-left:6px">{b / (a + b):.0%}</div></div>')
 
 
 def render_cost_html(view: CostView, include_settings: bool = True) -> str:
     """The cost explorer's output as HTML: a table and bars versus h, then versus n."""
-    parts = ["<div>"]
+    parts = [_BOX]
     if include_settings:
         parts.append(f'<div style="color:{_MUTED}">Cost explorer at d_model = {view.d_model}, '
                      f'h = {view.h}, n = {_int(view.n)}.</div>')
@@ -609,10 +631,9 @@ def render_cost_html(view: CostView, include_settings: bool = True) -> str:
               f'counts as 2 FLOPs.</div>')
 
     def table(rows, first, current, note):
-        biggest = max(r.total for r in rows)
         head = "".join(f'<th style="{td}">{t}</th>' for t in (
             first, "d_head", "parameters", "projection FLOPs", "attention FLOPs", "total FLOPs",
-            "attention weights h\u00b7n\u00b2")) + f'<th style="{tl}">FLOPs</th>'
+            "attention weights h\u00b7n\u00b2")) + f'<th style="{tl}">attention share of FLOPs</th>'
         body = []
         for r in rows:
             bold = "font-weight:bold;" if r.label == current else ""
@@ -621,7 +642,7 @@ def render_cost_html(view: CostView, include_settings: bool = True) -> str:
                 f'<td style="{td}">{_int(r.params)}</td><td style="{td}">{_si(r.projections)}</td>'
                 f'<td style="{td}">{_si(r.attention)}</td><td style="{td}">{_si(r.total)}</td>'
                 f'<td style="{td}">{_si(r.score_entries)}</td>'
-                f'<td style="{tl}">{_stacked_bar(r.projections, r.attention, biggest)}</td></tr>')
+                f'<td style="{tl}">{_share_bar(r.projections, r.attention)}</td></tr>')
         return (f'<div style="margin-top:8px;font-weight:bold">{note}</div>'
                 f'<table style="border-collapse:collapse"><tr>{head}</tr>{"".join(body)}</table>')
 

@@ -1,0 +1,330 @@
+"""The explorers, headless: set sliders from code and check what a learner would see.
+
+Each explorer is a pure "slider values -> what to show" function (tested first, directly) and a
+thin ipywidgets layer (tested by setting ``slider.value`` and reading the HTML it displays).
+The browser test (tests/test_browser.py) checks the same behaviour in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mha_helpers import MODEL_CONFIGS, attention_flops, attention_params, format_bytes, kv_cache_bytes
+from mha_helpers import widgets as W
+from mha_helpers.widgets import (
+    cost_explorer,
+    cost_view,
+    kv_cache_explorer,
+    kv_cache_view,
+    render_shape_html,
+    shape_explorer,
+    shape_view,
+    update_timings,
+)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def text(html: str) -> str:
+    """What a reader sees of an HTML fragment: tags removed, entities kept simple."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).replace("&quot;", '"').strip()
+
+
+def heads_drawn(html: str) -> list[str]:
+    """The heatmap titles ("head 0", "head 1", ...) in the explorer's heatmap grid."""
+    return re.findall(r"head \d+", text(html))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape explorer: the pure function
+# ---------------------------------------------------------------------------------------------
+
+def test_shape_view_lists_every_shape_for_the_course_example():
+    v = shape_view(8, 2, 4)
+    assert v.ok and v.message == ""
+    assert v.d_head == 4 and v.d_head_text == "d_head = 4"
+    shapes = {s.step.split(":")[0]: s.shape for s in v.steps}
+    assert shapes["input"] == (4, 8)
+    assert shapes["project"] == (4, 8)
+    assert shapes["split into heads (Q, K, V each)"] == (2, 4, 4)
+    assert shapes["scores per head"] == (2, 4, 4)
+    assert shapes["weights per head"] == (2, 4, 4)
+    assert shapes["outputs per head"] == (2, 4, 4)
+    assert shapes["concatenate the heads"] == (4, 8)
+    assert shapes["output projection"] == (4, 8)
+    assert [s.symbolic for s in v.steps][-1] == "(n, d_model)"
+
+
+@pytest.mark.parametrize("d_model,h,n", [(8, 1, 2), (8, 8, 3), (12, 3, 5), (768, 12, 8), (1024, 32, 8)])
+def test_shape_view_shapes_follow_d_head(d_model, h, n):
+    v = shape_view(d_model, h, n)
+    d_head = d_model // h
+    assert v.d_head_text == f"d_head = {d_head}"
+    by_symbol = {s.symbolic: s.shape for s in v.steps}
+    assert by_symbol["(h, n, d_head)"] == (h, n, d_head)
+    assert by_symbol["(h, n, n)"] == (h, n, n)
+    assert by_symbol["(n, h * d_head)"] == (n, d_model)
+
+
+def test_parameters_do_not_change_with_h_but_d_head_does():
+    views = [shape_view(64, h, 4) for h in (1, 2, 4, 8, 16, 32)]
+    assert {v.params for v in views} == {attention_params(64, 1)} == {4 * 64**2 + 4 * 64}
+    assert [v.d_head for v in views] == [64, 32, 16, 8, 4, 2]
+
+
+def test_flops_are_split_into_projections_and_attention():
+    v = shape_view(768, 12, 8)
+    f = attention_flops(8, 768, 12)
+    assert v.flops["projections"] == f["projections"] + f["output_projection"] == 8 * 8 * 768**2
+    assert v.flops["attention"] == f["scores"] + f["weighted_sum"] == 4 * 8**2 * 768
+    assert v.flops["total"] == f["total"]
+
+
+def test_heatmap_example_is_seeded_labelled_and_row_stochastic():
+    a, b = shape_view(8, 2, 4), shape_view(8, 2, 4)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert a.weights.shape == (2, 4, 4)
+    np.testing.assert_allclose(a.weights.sum(axis=-1), 1.0)
+    assert a.tokens == ("the", "cat", "sat", "on")
+    assert not np.allclose(a.weights[0], a.weights[1]), "two heads should attend differently"
+
+
+def test_at_most_eight_heads_are_drawn_with_a_note():
+    v = shape_view(1024, 32, 8)
+    assert v.weights.shape == (8, 8, 8)
+    assert v.heads_note == "showing heads 0-7 of 32"
+    assert shape_view(8, 2, 4).heads_note == ""
+
+
+@pytest.mark.parametrize("d_model,h", [(8, 3), (12, 5), (1024, 7), (4, 32)])
+def test_not_divisible_gives_a_plain_message_and_what_to_change(d_model, h):
+    v = shape_view(d_model, h, 4)
+    assert not v.ok
+    assert "not divisible" in v.message
+    assert f"d_model = {d_model}" in v.message and f"h = {h}" in v.message
+    assert f"set h to a divisor of {d_model}" in v.message
+    assert v.d_head_text == f"d_head = {d_model} / {h} is not a whole number"
+    assert v.steps == () and v.weights is None
+    assert "Traceback" not in render_shape_html(v)
+
+
+def test_the_suggestions_in_the_message_are_valid():
+    v = shape_view(8, 3, 4)
+    assert "(1, 2, 4 or 8)" in v.message
+    assert "multiple of 3 such as 12" in v.message
+    assert shape_view(12, 3, 4).ok
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape explorer: the widget
+# ---------------------------------------------------------------------------------------------
+
+def test_shape_explorer_sliders_and_defaults():
+    ex = shape_explorer()
+    descriptions = [c.description for c in ex.controls.values()]
+    assert descriptions == ["d_model", "h", "n"]
+    assert ex.values() == {"d_model": 8, "h": 2, "n": 4}
+    assert "d_head = 4" in text(ex.d_head_label.value)
+    assert ex.message.value == ""
+    assert "(2, 4, 4)" in text(ex.body.value)
+    assert "288" in text(ex.body.value)  # 4 * 8^2 + 4 * 8 parameters
+    assert heads_drawn(ex.heatmaps.value) == ["head 0", "head 1"]
+
+
+def test_moving_sliders_updates_what_is_shown_and_recovers():
+    ex = shape_explorer()
+    ex.controls["h"].value = 3
+    assert "d_head = 8 / 3 is not a whole number" in text(ex.d_head_label.value)
+    assert "not divisible" in text(ex.message.value)
+    assert ex.body.value == "" and ex.heatmaps.value == ""
+
+    ex.controls["d_model"].value = 12  # 12 / 3 = 4: valid again
+    assert "d_head = 4" in text(ex.d_head_label.value)
+    assert ex.message.value == ""
+    assert "(3, 4, 4)" in text(ex.body.value)
+    assert heads_drawn(ex.heatmaps.value) == ["head 0", "head 1", "head 2"]
+
+    ex.controls["n"].value = 6
+    body = text(ex.body.value)
+    assert "(3, 6, 6)" in body and "(6, 12)" in body
+    assert '"the cat sat on a warm"' in text(ex.heatmaps.value)
+
+
+def test_redraws_replace_rather_than_pile_up():
+    ex = shape_explorer()
+    children = list(ex.children)
+    for h in (1, 2, 3, 4, 8, 2):
+        ex.controls["h"].value = h
+    assert list(ex.children) == children
+    assert heads_drawn(ex.heatmaps.value) == ["head 0", "head 1"]
+    assert ex.view.h == 2
+
+
+def test_set_values_redraws_once_and_rejects_unknown_names():
+    ex = shape_explorer()
+    before = ex.update_count
+    ex.set_values(d_model=1024, h=32, n=8)
+    assert ex.update_count == before + 1
+    assert "d_head = 32" in text(ex.d_head_label.value)
+    assert "showing heads 0-7 of 32" in text(ex.heatmaps.value)
+    assert len(heads_drawn(ex.heatmaps.value)) == 8
+    with pytest.raises(ValueError, match="unknown control"):
+        ex.set_values(heads=4)
+
+
+def test_a_failing_update_shows_a_message_not_a_traceback(monkeypatch):
+    ex = shape_explorer()
+
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(W, "shape_view", broken)
+    ex.controls["h"].value = 4
+    assert "Could not update: boom" in text(ex.message.value)
+
+
+def test_static_rendering_for_viewers_without_widgets():
+    a, b = shape_explorer(), shape_explorer()
+    bundle = a._repr_mimebundle_()
+    assert WIDGET_VIEW in bundle  # JupyterLab shows the live widget
+    assert bundle["text/html"] == b._repr_mimebundle_()["text/html"]  # deterministic for nbval
+    html = bundle["text/html"]
+    assert "d_head = 4" in text(html) and "(2, 4, 4)" in text(html) and "head 1" in text(html)
+    assert not re.search(r"0x[0-9a-f]+|IPY_MODEL|[0-9a-f]{32}", html)
+    assert bundle["text/plain"] == ("Shape explorer (d_model=8, h=2, n=4). Run this notebook in "
+                                    "JupyterLab to move the sliders.")
+
+
+def test_importing_the_module_does_not_start_ipywidgets():
+    code = "import sys, mha_helpers.widgets; print('ipywidgets' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------------------------
+# KV-cache explorer
+# ---------------------------------------------------------------------------------------------
+
+def test_kv_cache_view_llama_2_70b_matches_the_fact_sheet():
+    v = kv_cache_view(80, 64, 8, 128, 4096, 2)
+    assert v.ok and v.kind == "GQA"
+    assert (v.per_token_text, v.per_sequence_text) == ("320 KiB", "1.25 GiB")
+    assert format_bytes(v.mha_per_sequence) == "10 GiB"
+    assert "327,680 bytes per token" in v.formula_text
+
+
+@pytest.mark.parametrize("g,kind", [(64, "MHA"), (8, "GQA"), (2, "GQA"), (1, "MQA")])
+def test_kv_cache_kind_and_size_scale_with_kv_heads(g, kind):
+    v = kv_cache_view(80, 64, g, 128, 4096, 2)
+    assert v.kind == kind
+    assert v.per_sequence == kv_cache_bytes(80, g, 128, 4096, 2)
+
+
+def test_kv_cache_models_are_the_fact_sheet_models():
+    v = kv_cache_view(seq_len=4096, bytes_per_element=2)
+    rows = {r.name: r for r in v.models}
+    assert set(rows) == set(MODEL_CONFIGS)
+    expected = {"Llama 2 70B": ("320 KiB", "1.25 GiB"), "Llama 3 8B": ("128 KiB", "512 MiB"),
+                "Llama 2 7B": ("512 KiB", "2 GiB"), "Falcon-7B": ("8 KiB", "32 MiB"),
+                "Gemma 2B": ("18 KiB", "72 MiB"), "GPT-3 175B": ("4.5 MiB", "18 GiB"),
+                "Mistral 7B": ("128 KiB", "512 MiB")}
+    for name, (per_token, per_seq) in expected.items():
+        assert (format_bytes(rows[name].per_token), format_bytes(rows[name].per_sequence)) == (per_token, per_seq)
+
+
+def test_kv_cache_invalid_combination_gets_a_plain_message():
+    v = kv_cache_view(80, 64, 6, 128, 4096, 2)
+    assert not v.ok and v.per_token is None
+    assert "not divisible" in v.message and "(1, 2, 4, 8, 16, 32 or 64)" in v.message
+    assert "not divisible" in text(W.render_kv_cache_html(v))
+
+
+def test_kv_cache_explorer_widget():
+    ex = kv_cache_explorer()
+    assert "320 KiB per token, 1.25 GiB per sequence" in text(ex.summary.value)
+    assert ex.kind_buttons.value == "GQA"
+    ex.controls["num_kv_heads"].value = 6
+    assert "not divisible" in text(ex.summary.value) and ex.kind_buttons.value is None
+    ex.controls["num_kv_heads"].value = 64
+    assert "2.5 MiB per token, 10 GiB per sequence" in text(ex.summary.value)
+    assert ex.kind_buttons.value == "MHA"
+    ex.kind_buttons.value = "MQA"
+    assert ex.controls["num_kv_heads"].value == 1
+    ex.kind_buttons.value = "GQA"
+    assert ex.controls["num_kv_heads"].value == 8
+    ex.controls["bytes_per_element"].value = 4
+    ex.controls["seq_len"].value = 8192
+    assert "640 KiB per token, 5 GiB per sequence of 8,192 tokens" in text(ex.summary.value)
+
+
+def test_kv_cache_explorer_loads_a_real_model():
+    ex = kv_cache_explorer()
+    ex.preset.value = "Falcon-7B"
+    assert ex.values()["num_heads"] == 71 and ex.values()["num_kv_heads"] == 1
+    assert ex.kind_buttons.value == "MQA"
+    assert "8 KiB per token, 32 MiB per sequence" in text(ex.summary.value)
+    ex.controls["num_layers"].value = 33  # no longer Falcon-7B: the menu says so
+    assert ex.preset.value is None
+    ex.kind_buttons.value = "GQA"  # 71 is prime: no GQA grouping exists
+    assert "has none" in text(ex.summary.value)
+    assert ex.controls["num_kv_heads"].value == 1
+
+
+def test_kv_cache_static_rendering():
+    bundle = kv_cache_explorer()._repr_mimebundle_()
+    assert WIDGET_VIEW in bundle
+    assert "1.25 GiB" in text(bundle["text/html"]) and "Falcon-7B" in text(bundle["text/html"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Cost explorer
+# ---------------------------------------------------------------------------------------------
+
+def test_cost_view_is_flat_in_h_and_grows_with_n():
+    v = cost_view(768, 12, 1024)
+    assert v.ok and v.d_head == 64
+    assert [r.label for r in v.by_heads][:6] == [1, 2, 3, 4, 6, 8]
+    assert len({r.total for r in v.by_heads}) == 1
+    assert len({r.params for r in v.by_heads}) == 1
+    entries = [r.score_entries for r in v.by_heads]
+    assert entries == sorted(entries) and entries[-1] == 64 * 1024**2
+    current = next(r for r in v.by_heads if r.label == 12)
+    # The fact sheet: GPT-2 small at n = 1024, 4.83 GFLOP projections, 3.22 GFLOP QK^T + AV.
+    assert round(current.projections / 1e9, 2) == 4.83 and round(current.attention / 1e9, 2) == 3.22
+    assert current.score_entries == 12 * 1024**2
+    assert v.crossover_n == 1536
+    at = cost_view(768, 12, 1536).by_tokens
+    row = next(r for r in at if r.label == 1536)
+    assert row.attention == row.projections
+
+
+def test_cost_view_invalid_and_widget_recovery():
+    assert "not divisible" in cost_view(768, 5, 1024).message
+    ex = cost_explorer()
+    assert "Versus h" in text(ex.summary.value)
+    ex.controls["h"].value = 5
+    assert "not divisible" in text(ex.summary.value)
+    ex.controls["d_model"].value = 640
+    assert "not divisible" not in text(ex.summary.value)
+    assert "d_model = 640" in text(ex.summary.value)
+    assert WIDGET_VIEW in ex._repr_mimebundle_()
+
+
+# ---------------------------------------------------------------------------------------------
+# Speed: a slider move must feel live
+# ---------------------------------------------------------------------------------------------
+
+def test_updates_are_fast_up_to_d_model_1024_and_32_heads():
+    states = [{"d_model": d, "h": h, "n": n} for d in (256, 512, 1024) for h in (1, 4, 8, 16, 32)
+              for n in (4, 8)]
+    times = update_timings("shape", states, repeat=2)
+    assert len(times) == 2 * len(states)
+    assert statistics.median(times) < 0.050, f"median update {statistics.median(times) * 1e3:.1f} ms"
+    for name in ("kv_cache", "cost"):
+        assert statistics.median(update_timings(name)) < 0.050
