@@ -53,12 +53,17 @@ def vote_table_batch(rng, batch_size, tables, seq_len=10):
 
 
 def vote_table_task(vocab_size=16, seq_len=10, table_seed=0):
-    """``make_batch(rng, batch_size)`` for the vote-table task with tables fixed by ``table_seed``."""
+    """``make_batch(rng, batch_size)`` for the vote-table task with tables fixed by ``table_seed``.
+
+    The two tables are kept as ``make_batch.tables`` (first, previous), so a lesson can ask
+    what each vote alone would answer.
+    """
     tables = make_vote_tables(vocab_size, table_seed)
 
     def make_batch(rng, batch_size):
         return vote_table_batch(rng, batch_size, tables, seq_len)
 
+    make_batch.tables = tables
     return make_batch
 
 

@@ -243,12 +243,16 @@ def adam_step(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8) -> Non
         params[name] -= lr * m_hat / (np.sqrt(v_hat) + eps)
 
 
-def train(params, make_batch, num_heads, steps, lr, warmup=100, batch_size=64, seed=0):
+def train(params, make_batch, num_heads, steps, lr, warmup=100, batch_size=64, seed=0,
+          callback=None):
     """Train a copy of ``params`` with Adam; return ``(trained_params, losses)``.
 
     ``make_batch(rng, batch_size)`` returns ``(tokens, targets)``; it gets its own generator,
     seeded with ``seed``, so the batches (and hence the trained model) are fixed by the seed.
-    ``losses`` is the training loss at every step, shape ``(steps,)``.
+    ``losses`` is the training loss at every step, shape ``(steps,)``. The learning rate warms
+    up for ``warmup`` steps, then decays (:func:`learning_rate`). ``callback(step, params)``, if
+    given, is called after every update (``step`` counts from 1), e.g. to measure the heads
+    while they form; it must not change ``params``.
     """
     params = {name: w.copy() for name, w in params.items()}
     rng = np.random.default_rng(seed)
@@ -259,6 +263,8 @@ def train(params, make_batch, num_heads, steps, lr, warmup=100, batch_size=64, s
         loss, grads = loss_and_grads(params, tokens, targets, num_heads)
         adam_step(params, grads, state, learning_rate(step, steps, lr, warmup))
         losses[step] = loss
+        if callback is not None:
+            callback(step + 1, params)
     return params, losses
 
 

@@ -202,3 +202,32 @@ def test_role_and_induction_scores_on_hand_made_weights():
     ind = np.zeros((1, 1, n, n))
     ind[0, 0, 3, 2] = 1  # attends to the token after the earlier copy
     np.testing.assert_allclose(induction_scores(ind, tokens, targets), [1.0])
+
+
+# --- the exercise bank of lesson 06 ----------------------------------------------------------
+
+
+def test_bank_06_references_pass_and_every_mistake_gets_its_own_hint():
+    from mha_helpers.grading.check import evaluate
+    from mha_helpers.grading.questions import questions_for
+
+    questions = questions_for("06_what_heads_learn")
+    assert [q.grade_id for q in questions] == ["q06_head_backward", "q06_measure_roles",
+                                               "q06_roles_seed7", "q06_remove_head",
+                                               "q06_prune_prediction"]
+    for q in questions:
+        right = q.reference if q.kind == "function" else q.expected
+        assert evaluate(q, right)["status"] == "passed", q.grade_id
+        for m in q.mistakes:
+            r = evaluate(q, m.answer)
+            assert r["status"] == "failed" and r["hint"] == m.hint, (q.grade_id, m.name)
+
+
+def test_seed_7_roles_match_the_exercise_bank():
+    from mha_helpers.grading.bank_06 import ROLES_SEED_7
+
+    make_batch = vote_table_task()
+    tokens, _ = make_batch(np.random.default_rng(1000), 1000)
+    params, _ = train(init_model(16, 10, 32, 1, seed=7), make_batch, 2, steps=400, lr=1e-2, seed=7)
+    _, weights = forward(params, tokens, 2)
+    assert tuple(head_roles(weights[0])) == ROLES_SEED_7
