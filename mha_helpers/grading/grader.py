@@ -158,7 +158,11 @@ def load_templates(solutions_dir) -> dict[str, Template]:
     for path in sorted(solutions_dir.glob("*.ipynb")):
         key = (str(path.resolve()), path.stat().st_mtime_ns)
         if key not in _TEMPLATE_CACHE:
-            _TEMPLATE_CACHE[key] = build_template(path)
+            try:
+                _TEMPLATE_CACHE[key] = build_template(path)
+            except Exception as exc:  # a solution mid-edit must not stop grading the others
+                print(f"warning: skipping {path.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
         t = _TEMPLATE_CACHE[key]
         out[t.assignment] = t
     return out
