@@ -79,9 +79,10 @@ def _stub_code(region: list[str], indent: str) -> list[str]:
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else (
             [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-        for t in targets:
-            if isinstance(t, ast.Name) and t.id not in names:
-                names.append(t.id)
+        for target in targets:  # `a = ...`, and each name of `b, c = ...`
+            for t in ast.walk(target):
+                if isinstance(t, ast.Name) and t.id not in names:
+                    names.append(t.id)
     stub = ["# YOUR CODE HERE" + (f" ({hint})" if hint else "") + "\n"]
     stub += [f"{name} = None\n" for name in names]
     return stub
