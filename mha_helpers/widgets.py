@@ -797,9 +797,9 @@ def _classes():
         def __init__(self, num_layers=80, num_heads=64, num_kv_heads=8, d_head=128,
                      seq_len=4096, bytes_per_element=2):
             self.summary = _html()
-            presets = [("(set by hand)", None)] + [
+            presets = [("(set by hand)", "")] + [
                 (f"{c.name} ({c.kind})", c.name) for c in MODEL_CONFIGS.values() if c.num_kv_heads]
-            self.preset = W.Dropdown(options=presets, value=None, description="load model",
+            self.preset = W.Dropdown(options=presets, value="", description="load model",
                                      style=_SLIDER_STYLE, layout=W.Layout(width="480px"))
             self.kind_buttons = W.ToggleButtons(options=["MHA", "GQA", "MQA"], value=None,
                                                 description="sharing", style=_SLIDER_STYLE,
@@ -862,7 +862,7 @@ def _classes():
             if cfg is not None and (cfg.num_layers, cfg.num_heads, cfg.num_kv_heads, cfg.d_head) != (
                     view.num_layers, view.num_heads, view.num_kv_heads, view.d_head):
                 self.preset.unobserve(self._load_preset, names="value")
-                self.preset.value = None
+                self.preset.value = ""
                 self.preset.observe(self._load_preset, names="value")
 
         def _show_error(self, text):

@@ -270,7 +270,7 @@ def test_kv_cache_explorer_loads_a_real_model():
     assert ex.kind_buttons.value == "MQA"
     assert "8 KiB per token, 32 MiB per sequence" in text(ex.summary.value)
     ex.controls["num_layers"].value = 33  # no longer Falcon-7B: the menu says so
-    assert ex.preset.value is None
+    assert ex.preset.value == "" and ex.preset.label == "(set by hand)"
     ex.kind_buttons.value = "GQA"  # 71 is prime: no GQA grouping exists
     assert "has none" in text(ex.summary.value)
     assert ex.controls["num_kv_heads"].value == 1
