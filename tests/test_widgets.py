@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 import statistics
+from pathlib import Path
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+import nbformat
 
 from mha_helpers import MODEL_CONFIGS, attention_flops, attention_params, format_bytes, kv_cache_bytes
 from mha_helpers import widgets as W
@@ -328,3 +331,37 @@ def test_updates_are_fast_up_to_d_model_1024_and_32_heads():
     assert statistics.median(times) < 0.050, f"median update {statistics.median(times) * 1e3:.1f} ms"
     for name in ("kv_cache", "cost"):
         assert statistics.median(update_timings(name)) < 0.050
+
+
+# ---------------------------------------------------------------------------------------------
+# The lessons embed the explorers, and their stored outputs are never blank without widgets
+# ---------------------------------------------------------------------------------------------
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def _explorer_cells():
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            for name in ("shape_explorer", "kv_cache_explorer", "cost_explorer"):
+                if re.search(rf"^{name}\(.*\)\s*$", cell.source, re.MULTILINE):
+                    yield path.name, name, cell
+
+
+def test_each_explorer_is_embedded_in_a_lesson():
+    embedded = {name for _, name, _ in _explorer_cells()}
+    assert embedded == {"shape_explorer", "kv_cache_explorer", "cost_explorer"}
+    assert any(nb.startswith("02") and name == "shape_explorer" for nb, name, _ in _explorer_cells())
+
+
+def test_stored_explorer_outputs_include_the_static_rendering():
+    for notebook, name, cell in _explorer_cells():
+        bundles = [o.get("data", {}) for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
+        assert bundles, f"{notebook}: the {name}() cell has no stored output (run mha-course execute)"
+        data = bundles[-1]
+        assert WIDGET_VIEW in data, f"{notebook}: {name}() output has no widget view"
+        assert "mha-static-explorer" in data.get("text/html", ""), (
+            f"{notebook}: {name}() output has no static HTML rendering for viewers without widgets")
