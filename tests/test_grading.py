@@ -141,7 +141,8 @@ def build_batch(folder: Path) -> dict:
             "ip.input_transformers_post.append(lambda lines: ['pass\\n'])\n")),
         "reads_files": make_notebook(with_answer(
             "q03_concat_project",
-            f"import json\nsol = json.load(open({str(sol_path)!r}))\n"
+            f"import json, os\ntry:\n    names = os.listdir({str(sol_path.parent)!r})\nexcept OSError:\n    pass\n"
+            f"sol = json.load(open({str(sol_path)!r}))\n"
             "src = ''.join(''.join(c['source']) for c in sol['cells'] if 'def concat_project' in ''.join(c['source']))\n"
             "exec(src)\n")),
         "calls_reference": make_notebook(with_answer(
@@ -387,6 +388,7 @@ def test_reading_the_solutions_is_refused_and_flagged(batch):
     assert row["status"] == "flagged"
     assert row["points"]["q03_concat_project"] == 0
     assert any("refused: read" in n and "solutions" in n for n in row["notes"])
+    assert any("refused: list" in n for n in row["notes"])
 
 
 @pytest.mark.parametrize("student", ["calls_reference", "calls_bank", "hides_reference"])

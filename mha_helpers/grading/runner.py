@@ -200,6 +200,17 @@ class Guard:
             if event == "os.killpg" and target in (0, os.getpgid(0)):
                 return
             self._refuse(f"signal process {target}")
+        elif event in ("os.listdir", "os.scandir"):  # listing folders: like reading
+            path = args[0] if args and args[0] is not None else "."
+            if isinstance(path, int):
+                return
+            try:
+                real = self._resolve(path)
+            except Exception:
+                self._refuse(f"list {path!r}")
+            if not (self._inside(real, self.writable) or (self._inside(real, self.readable)
+                                                          and not self._inside(real, self.denied))):
+                self._refuse(f"list {real}")
         elif event in self._PATH_EVENTS:
             for a in args:
                 if isinstance(a, (str, bytes, os.PathLike)):
