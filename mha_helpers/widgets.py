@@ -194,6 +194,17 @@ def _example_weights() -> tuple[np.ndarray, ...]:
     return (x, *ws)
 
 
+def _project(x, w, scale):
+    """``(x @ w) * scale`` for a few rows of x, computed without the BLAS thread pool.
+
+    With only n <= 8 rows the product is tiny (at most 8 x 1024 x 1024 multiply-adds), but a
+    multithreaded BLAS still wakes its threads for it, and on a busy machine waiting for them
+    takes tens of milliseconds. ``einsum`` (not optimised) runs the same sum on one thread in
+    about a millisecond, which keeps slider moves live.
+    """
+    return np.einsum("nd,de->ne", x, w) * scale  # (n, d_out)
+
+
 def _not_divisible_message(d_model: int, h: int) -> str:
     fits = _divisors(d_model, H_MAX)
     step = D_MODEL_STEP * h // math.gcd(D_MODEL_STEP, h)  # multiples of h that the slider can reach
@@ -241,12 +252,12 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
     x = x_all[:n, :d_model]  # (n, d_model)
     w_q, w_k, w_v, w_o = (w[:d_model, :d_model] for w in w_all)  # (d_model, d_model) each
 
-    q, k, v = (x @ w_q) * scale, (x @ w_k) * scale, (x @ w_v) * scale  # (n, d_model) each
+    q, k, v = _project(x, w_q, scale), _project(x, w_k, scale), _project(x, w_v, scale)  # (n, d_model)
     qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, d_head)
     scores = qh @ kh.swapaxes(-1, -2) / np.sqrt(d_head)  # (h, n, n), shown as a shape only
     out_h, weights = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_head), (h, n, n)
     concat = merge_heads(out_h)  # (n, h * d_head) = (n, d_model)
-    y = (concat @ w_o) * scale  # (n, d_model)
+    y = _project(concat, w_o, scale)  # (n, d_model)
 
     steps = (
         ShapeStep("input: one row per token", "x", "(n, d_model)", x.shape),
