@@ -515,3 +515,17 @@ def test_check_solutions_fails_when_a_solution_is_wrong(tmp_path, capsys):
             c.source = c.source.replace("768 // 12", "768 // 6")
     nbformat.write(nb, tmp_path / f"{A03}.ipynb")
     assert grader.check_solutions(tmp_path, timeout=60) == 1
+
+
+def test_students_are_named_by_their_folder_whatever_path_is_given(tmp_path):
+    subs = tmp_path / "submissions"
+    for rel in ["alice/hw.ipynb", "bob/nested/renamed.ipynb", "carl.ipynb"]:
+        (subs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (subs / rel).write_text("{}")
+    (subs / "dan").mkdir()
+    (subs / ".ipynb_checkpoints").mkdir()
+    found = {(s.student, Path(s.path).name) for s in grader.collect_submissions([subs])}
+    assert found == {("alice", "hw.ipynb"), ("bob", "renamed.ipynb"), ("carl", "carl.ipynb"),
+                     ("dan", "dan")}
+    assert [s.student for s in grader.collect_submissions([subs / "alice"])] == ["alice"]
+    assert [s.student for s in grader.collect_submissions([subs / "alice" / "hw.ipynb"])] == ["alice"]

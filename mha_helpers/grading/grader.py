@@ -181,12 +181,20 @@ class Submission:
 
 def collect_submissions(paths) -> list[Submission]:
     """Expand notebooks and folders. In a folder, ``<student>/<anything>.ipynb`` belongs to
-    ``<student>``; a notebook directly inside the folder is named after its file. A student
-    folder without any notebook still gets a row (status ``missing``)."""
+    ``<student>``; a notebook directly inside it is named after its file, unless the folder has
+    no subfolders (then it is one student's folder, named after the folder). A notebook given
+    by itself belongs to its folder's name. A student folder without any notebook still gets a
+    row (status ``missing``)."""
     subs = []
     for root in map(Path, paths):
         if root.is_dir() and not root.is_symlink():
-            for child in sorted(root.iterdir()):
+            children = [c for c in sorted(root.iterdir()) if not c.name.startswith(".")]
+            if not any(c.is_dir() and not c.is_symlink() for c in children):
+                # One student's folder, given by itself: its notebooks are that student's.
+                subs += [Submission(c, root.resolve().name, str(c)) for c in children
+                         if c.suffix == ".ipynb"]
+                continue
+            for child in children:
                 if child.name.startswith(".") or child.name == "__pycache__":
                     continue
                 if child.is_dir() and not child.is_symlink():
@@ -613,9 +621,6 @@ def _grade_loaded(sub, nb, notes, templates, opts, seed, t_begin) -> dict:
         run_flags.add("flagged")
         notes.append(str(event)[:300])
     static = _static_flags(t, answers)
-    if static:
-        run_flags.add("flagged")
-        notes += static
 
     points, details = {}, {}
     total = maximum = manual = 0.0
@@ -647,6 +652,11 @@ def _grade_loaded(sub, nb, notes, templates, opts, seed, t_begin) -> dict:
         points[q.grade_id] = d["points"]
         total += d["points"]
         details[q.grade_id] = d
+    flagged_ids = {g for g, d in details.items() if d["status"] == "flagged"}
+    static = [n for n in static if n.split(":", 1)[0] not in flagged_ids]  # said once is enough
+    if static:
+        run_flags.add("flagged")
+        notes += static
     status = next(s for s in _RUN_STATUS_ORDER if s in run_flags or s == "ok")
     return {"student": sub.student, "assignment": t.assignment, "file": sub.display,
             "status": status, "points": points, "questions": details, "total": total,
