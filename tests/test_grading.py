@@ -158,6 +158,11 @@ def build_batch(folder: Path) -> dict:
             "import importlib\nm = importlib.import_module('mha_helpers.' + 'heads')\n"
             "f = getattr(m, 'merge' + '_heads')\n"
             "def concat_project(h, w):\n    return f(np.asarray(h)) @ w\n")),
+        # Switches the call monitor off before calling the course's implementation.
+        "unhooks_monitor": make_notebook(with_answer(
+            "q03_concat_project",
+            "import sys, importlib\nf = getattr(importlib.import_module('mha_helpers.' + 'heads'), 'merge' + '_heads')\n"
+            "def concat_project(h, w):\n    sys.setprofile(None)\n    return f(np.asarray(h)) @ w\n")),
         "leaks_inputs": make_notebook(with_answer(
             "q03_concat_project", "def concat_project(h, w):\n    raise ValueError(repr(np.asarray(h)))\n")),
         "bare_reshape": make_notebook(with_answer(
@@ -391,7 +396,8 @@ def test_reading_the_solutions_is_refused_and_flagged(batch):
     assert any("refused: list" in n for n in row["notes"])
 
 
-@pytest.mark.parametrize("student", ["calls_reference", "calls_bank", "hides_reference"])
+@pytest.mark.parametrize("student", ["calls_reference", "calls_bank", "hides_reference",
+                                     "unhooks_monitor"])
 def test_calling_the_reference_is_flagged_and_scores_zero(batch, student):
     row = batch["row"](student)
     assert row["status"] == "flagged"

@@ -321,7 +321,9 @@ def main(argv=None) -> int:
     questions = {spec["grade_id"]: qmod.get_question(spec["grade_id"]) for spec in job["questions"]}
     forbidden = {gid: _code_objects(q) for gid, q in questions.items()}
     encode = Encoder()
-    setprofile, alarm, perf = sys.setprofile, signal.alarm, time.perf_counter
+    setprofile, getprofile = sys.setprofile, sys.getprofile
+    alarm, perf, ndarray = signal.alarm, time.perf_counter, np.ndarray
+    MONITOR_GONE = "(the answer removed the grader's call monitor)"
 
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
@@ -416,6 +418,8 @@ def main(argv=None) -> int:
             record["timeout"] = True
         finally:
             alarm(0)
+            if prof and getprofile() is not prof and MONITOR_GONE not in hits[cell["grade_id"]]:
+                hits[cell["grade_id"]].append(MONITOR_GONE)
             setprofile(None)
             guard.active = False
         if result is not None:
@@ -454,7 +458,7 @@ def main(argv=None) -> int:
                 rec.update(status="not-callable", error={"type": type(obj).__name__[:80], "message": ""})
             elif rec["status"] == "ok":
                 for args in spec["cases"]:
-                    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+                    args = [a.copy() if isinstance(a, ndarray) else a for a in args]
                     try:
                         value = obj(*args)
                     except CellTimeout:
@@ -469,6 +473,8 @@ def main(argv=None) -> int:
             rec.update(status="error", error=_error(exc))
         finally:
             alarm(0)
+            if prof and getprofile() is not prof and MONITOR_GONE not in hits[gid]:
+                hits[gid].append(MONITOR_GONE)
             setprofile(None)
             guard.active = False
         rec["forbidden_calls"] = list(hits.get(gid, []))
