@@ -31,7 +31,8 @@ LESSON = "02_heads.ipynb"
 ARTIFACTS = ROOT / "test-artifacts"
 TOKEN = "mha-course-browser-test"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-dev-shm-usage"]  # containers often have a tiny /dev/shm
 # JupyterLab settings for the test server: no news or update pop-ups over the notebook, and
 # every cell kept in the page (no windowing) so the explorer can be found wherever it is.
 LAB_SETTINGS = {
