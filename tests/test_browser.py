@@ -158,7 +158,7 @@ def _set_slider(explorer, description: str, value: int) -> None:
     readout = _slider(explorer, description).locator(".widget-readout")
     readout.click()
     readout.press("Control+A")
-    readout.type(str(value))
+    readout.press_sequentially(str(value))
     readout.press("Enter")
 
 
