@@ -83,21 +83,24 @@ def repeated_segment_batch(rng, batch_size, vocab_size=24, seq_len=20, min_len=4
     >>> tokens[0, 6:9].tolist() == tokens[0, 9:12].tolist(), int((targets >= 0).sum())
     (True, 2)
     """
-    tokens = np.empty((batch_size, seq_len), dtype=np.int64)  # (batch, n)
-    targets = np.full((batch_size, seq_len), -1)  # (batch, n)
-    for b in range(batch_size):
-        m = int(rng.integers(min_len, max_len + 1))
-        prefix = seq_len - 1 - 2 * m
-        if prefix < 0:
-            raise ValueError(f"a segment of {m} tokens repeated twice does not fit in seq_len={seq_len}")
-        if distinct:
-            body = rng.permutation(vocab_size)[:prefix + m]
-        else:
-            body = rng.integers(0, vocab_size, size=prefix + m)
-        segment = body[prefix:]
-        tokens[b] = np.concatenate([[vocab_size], body[:prefix], segment, segment])
-        start = 1 + prefix + m  # first position of the second copy
-        targets[b, start:seq_len - 1] = tokens[b, start + 1:]
+    if seq_len - 1 - 2 * max_len < 0:
+        raise ValueError(f"a segment of {max_len} tokens repeated twice does not fit in "
+                         f"seq_len={seq_len} after BOS")
+    if distinct and vocab_size < seq_len - 1:
+        raise ValueError(f"distinct=True needs vocab_size >= seq_len - 1 = {seq_len - 1} different "
+                         f"tokens, got vocab_size={vocab_size}")
+    m = rng.integers(min_len, max_len + 1, size=(batch_size, 1))  # (batch, 1) segment lengths
+    if distinct:  # each row: a random ordering of the vocabulary, first seq_len - 1 kept
+        body = rng.random((batch_size, vocab_size)).argsort(axis=1)[:, :seq_len - 1]
+    else:
+        body = rng.integers(0, vocab_size, size=(batch_size, seq_len - 1))  # (batch, n - 1)
+    tokens = np.concatenate([np.full((batch_size, 1), vocab_size), body], axis=1)  # (batch, n)
+    pos = np.arange(seq_len)  # (n,)
+    start = seq_len - m  # (batch, 1): first position of the second copy
+    second = pos >= start  # (batch, n)
+    rows = np.nonzero(second)[0]
+    tokens[second] = tokens[rows, (pos - m)[second]]  # copy the segment m positions back
+    targets = np.where(second & (pos < seq_len - 1), np.roll(tokens, -1, axis=1), -1)  # (batch, n)
     return tokens, targets
 
 

@@ -151,7 +151,7 @@ def test_training_is_determined_by_the_seed():
 def test_two_heads_solve_the_vote_table_task_and_take_the_two_roles():
     make_batch = vote_table_task()
     tokens, targets = make_batch(np.random.default_rng(1000), 500)
-    params, losses = train(init_model(16, 10, 32, 1, seed=0), make_batch, 2, steps=400, lr=1e-2)
+    params, losses = train(init_model(16, 10, 32, 1, seed=0), make_batch, 2, steps=300, lr=1e-2)
     assert losses[-20:].mean() < 0.1 < losses[:20].mean()
     assert accuracy(params, tokens, targets, 2) > 0.98
     _, weights = forward(params, tokens, 2)
@@ -228,6 +228,6 @@ def test_seed_7_roles_match_the_exercise_bank():
 
     make_batch = vote_table_task()
     tokens, _ = make_batch(np.random.default_rng(1000), 1000)
-    params, _ = train(init_model(16, 10, 32, 1, seed=7), make_batch, 2, steps=400, lr=1e-2, seed=7)
+    params, _ = train(init_model(16, 10, 32, 1, seed=7), make_batch, 2, steps=300, lr=1e-2, seed=7)
     _, weights = forward(params, tokens, 2)
     assert tuple(head_roles(weights[0])) == ROLES_SEED_7

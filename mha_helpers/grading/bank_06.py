@@ -163,7 +163,7 @@ register(Question(
 
 # --- q06_roles_seed7 -----------------------------------------------------------------------
 
-# Measured in solutions/06_what_heads_learn.ipynb (vote-table task, h = 2, 400 steps, seed 7) and
+# Measured in solutions/06_what_heads_learn.ipynb (vote-table task, h = 2, 300 steps, seed 7) and
 # pinned by tests/test_training.py::test_seed_7_roles_match_the_exercise_bank.
 ROLES_SEED_7 = ("first", "previous")
 
