@@ -57,6 +57,7 @@ __all__ = [
     "render_kv_cache_html",
     "render_cost_html",
     "update_timings",
+    "default_states",
     "TOKENS",
 ]
 
