@@ -49,6 +49,10 @@ def execute_notebook(path, timeout: int = 600, write: bool = True) -> dict:
             timeout=timeout,
             kernel_name="python3",
             record_timing=False,
+            # No widget state in the stored notebook: its model ids change on every run, and
+            # exporters that find it drop the explorers' static HTML in favour of widget
+            # scripts fetched from the web. Viewers show the static rendering instead.
+            store_widget_state=False,
             resources={"metadata": {"path": str(path.parent.resolve())}},
         )
         t0 = time.perf_counter()
@@ -57,8 +61,6 @@ def execute_notebook(path, timeout: int = 600, write: bool = True) -> dict:
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
             t2 = time.perf_counter()
-            # Store the widgets' state so a front end can show them before the kernel runs.
-            client.set_widgets_metadata()
     finally:
         for k, v in env_backup.items():
             if v is None:
