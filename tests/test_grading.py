@@ -535,3 +535,49 @@ def test_students_are_named_by_their_folder_whatever_path_is_given(tmp_path):
                      ("dan", "dan")}
     assert [s.student for s in grader.collect_submissions([subs / "alice"])] == ["alice"]
     assert [s.student for s in grader.collect_submissions([subs / "alice" / "hw.ipynb"])] == ["alice"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The learner's self-check (the same question declarations, in the notebook)
+
+
+def test_self_check_verdicts(capsys):
+    from mha_helpers.grading import check
+    from mha_helpers.grading.check import evaluate
+
+    q = get_question("q03_concat_project")
+
+    def stub(h, w):
+        raise NotImplementedError("join along the last axis")
+
+    def bare_reshape(h, w):
+        h = np.asarray(h)
+        return h.reshape(h.shape[1], -1) @ w
+
+    def right(h, w):
+        return np.concatenate(list(h), axis=-1) @ w
+
+    assert evaluate(q, stub)["status"] == "not-attempted"
+    assert evaluate(q, None)["status"] == "not-attempted"
+    assert evaluate(q, right)["points"] == 4
+    wrong = evaluate(q, bare_reshape)
+    assert wrong["status"] == "failed" and wrong["points"] == 0
+    assert wrong["hint"] == next(m.hint for m in q.mistakes if m.name == "bare reshape")
+    assert evaluate(get_question("q03_concat_vs_average"), " B ")["points"] == 2
+    check("q03_concat_project", bare_reshape)
+    out = capsys.readouterr().out
+    assert "expected: array of shape (3, 8)" in out and "hint: The shape is right" in out
+
+
+def test_self_check_never_raises(capsys):
+    from mha_helpers.grading import check
+
+    class Weird:
+        def __array__(self, *a, **k):
+            raise RuntimeError("no")
+
+    check("no_such_question", 1)
+    check("q03_d_head", Weird())
+    check("q03_concat_project", 42)
+    out = capsys.readouterr().out
+    assert "no such question" in out and out.count("q03_") == 2

@@ -110,8 +110,15 @@ def evaluate(q: Question, answer, cases=None) -> dict:
 
 def check(grade_id: str, answer) -> None:
     """Check an answer and print the verdict (never raises)."""
-    q = get_question(grade_id)
-    r = evaluate(q, answer)
+    try:
+        q = get_question(grade_id)
+        r = evaluate(q, answer)
+    except KeyError:
+        print(f"{grade_id}: no such question; check the first argument of check()")
+        return
+    except Exception as exc:  # an answer so odd that comparing it failed: say so, do not crash
+        print(f"{grade_id}: could not check this answer ({type(exc).__name__}: {exc})")
+        return
     _SCORES[grade_id] = r["points"]
     pts = f"[{r['points']:g}/{q.points:g} points]"
     if r["status"] == "passed":
