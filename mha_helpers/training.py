@@ -153,7 +153,7 @@ def loss_and_grads(params, tokens, targets, num_heads, head_masks=None):
     loss, d_logits = cross_entropy(logits, targets)
     x = cache["x_final"]
     d_model = x.shape[-1]
-    grads = {"unembed": x.reshape(-1, d_model).T @ d_logits.reshape(-1, d_logits.shape[-1])}
+    grads = {"unembed": x.reshape(-1, d_model).T @ d_logits.reshape(-1, d_logits.shape[-1])}  # (d_model, C)
     d_x = d_logits @ params["unembed"].T  # (batch, n, d_model)
     for layer in reversed(range(num_layers(params))):
         d_branch, g = mha_backward(d_x, cache["layers"][layer])
