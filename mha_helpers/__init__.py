@@ -8,8 +8,13 @@ Every lesson imports from here. The package only re-exports the public names of 
 * ``plots``: plot_attention, plot_heads
 * ``cost``: attention_params, attention_flops, kv_cache_bytes, format_bytes, MODEL_CONFIGS
 
-Widgets (``mha_helpers.widgets``) and grading (``mha_helpers.grading``) are imported from their
-own modules, so importing the math does not start ipywidgets.
+Imported from their own modules (so importing the math stays light):
+
+* ``widgets``: shape_explorer, cost_explorer, kv_cache_explorer (ipywidgets)
+* ``grading``: check, score_summary (learners); release and the grader (instructors)
+* ``backward``, ``training``, ``tasks``: the backward pass, a tiny trainable attention-only model
+  and the toy tasks of lesson 06
+* ``environment``: the set-up check of the start-here notebook
 """
 
 from .attention import causal_mask, scaled_dot_product_attention, softmax
