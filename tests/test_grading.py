@@ -163,6 +163,13 @@ def build_batch(folder: Path) -> dict:
             "q03_concat_project",
             "import sys, importlib\nf = getattr(importlib.import_module('mha_helpers.' + 'heads'), 'merge' + '_heads')\n"
             "def concat_project(h, w):\n    sys.setprofile(None)\n    return f(np.asarray(h)) @ w\n")),
+        "escapes": make_notebook(with_answer(
+            "q03_d_head",
+            "d_head = 64\nimport os, subprocess, socket, threading\n"
+            "for attempt in [lambda: os.kill(os.getppid(), 0), lambda: subprocess.run(['true']),\n"
+            "                lambda: socket.create_connection(('127.0.0.1', 9), timeout=0.1),\n"
+            "                lambda: threading.Thread(target=__import__('time').sleep, args=(5,), daemon=True).start()]:\n"
+            "    try:\n        attempt()\n    except Exception:\n        pass\n")),
         "leaks_inputs": make_notebook(with_answer(
             "q03_concat_project", "def concat_project(h, w):\n    raise ValueError(repr(np.asarray(h)))\n")),
         "bare_reshape": make_notebook(with_answer(
@@ -404,6 +411,14 @@ def test_calling_the_reference_is_flagged_and_scores_zero(batch, student):
     assert row["points"]["q03_concat_project"] == 0
     assert row["questions"]["q03_concat_project"]["status"] == "flagged"
     assert _others_full(row, {"q03_concat_project"})
+
+
+def test_processes_signals_network_and_threads_are_refused_or_flagged(batch):
+    row = batch["row"]("escapes")
+    assert row["status"] == "flagged" and row["total"] == FULL
+    notes = " | ".join(row["notes"])
+    for what in ["signal process", "start a process", "network address", "started a thread"]:
+        assert what in notes
 
 
 def test_classic_mistake_gets_its_targeted_hint(batch):

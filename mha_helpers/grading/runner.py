@@ -26,7 +26,8 @@ What happens here, in order:
    with a time limit and a profile hook that records calls into the reference implementation.
    Results are converted to plain JSON (numbers, lists, shapes) with NumPy functions captured
    before any student code ran. The verdict is NOT computed here: the parent compares.
-7. Write ``ROOT/result.json`` (outside the student's folder, which the audit hook protects).
+7. Write ``ROOT/result.json`` (outside the student's folder, which the audit hook protects),
+   through a file descriptor opened before any student code ran.
 
 Before each step a line goes to ``ROOT/progress`` (``cell 3``, ``eval q03_concat_project``), so
 when this process dies (``os._exit``, a signal, the memory limit) the parent knows which step
@@ -306,6 +307,9 @@ def main(argv=None) -> int:
     sys.stdin.close()
     _set_limits(job)
     progress = open(os.path.join(root, "progress"), "a", buffering=1, encoding="utf-8")
+    # Opened now, written at the very end: once student code has run, the guard stays on for
+    # good (a thread the student started must not find a moment without it).
+    result_fd = os.open(os.path.join(root, "result.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     workdir = os.path.realpath(job["workdir"])
     os.chdir(workdir)
 
@@ -395,6 +399,16 @@ def main(argv=None) -> int:
                     found.append(label)
         return prof
 
+    listdir = os.listdir
+    n_threads = len(listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 0
+
+    def check_threads(gid):
+        """Python 3.11 has no audit event for new threads: count the process's threads."""
+        if n_threads and len(listdir("/proc/self/task")) > n_threads:
+            text = f"noticed: answer {gid} started a thread (it stays under the guard)"
+            if not any("started a thread" in e for e in guard.events):
+                guard.events.append(text)
+
     # --- run the cells ---------------------------------------------------------------------
     cells = []
     guarded = False  # from the first answer cell on, every cell runs under the guard
@@ -408,7 +422,7 @@ def main(argv=None) -> int:
         t0 = perf()
         try:
             guarded = guarded or student
-            guard.active = guarded
+            guard.active = guard.active or guarded  # never switched off once on
             if prof:
                 setprofile(prof)
             alarm(cell_timeout)
@@ -421,7 +435,8 @@ def main(argv=None) -> int:
             if prof and getprofile() is not prof and MONITOR_GONE not in hits[cell["grade_id"]]:
                 hits[cell["grade_id"]].append(MONITOR_GONE)
             setprofile(None)
-            guard.active = False
+        if student:
+            check_threads(cell.get("grade_id"))
         if result is not None:
             exc = result.error_before_exec or result.error_in_exec
             if exc is not None:
@@ -476,7 +491,7 @@ def main(argv=None) -> int:
             if prof and getprofile() is not prof and MONITOR_GONE not in hits[gid]:
                 hits[gid].append(MONITOR_GONE)
             setprofile(None)
-            guard.active = False
+        check_threads(gid)
         rec["forbidden_calls"] = list(hits.get(gid, []))
         answers[gid] = rec
     t_eval = time.time()
@@ -495,10 +510,10 @@ def main(argv=None) -> int:
         for rec in answers.values():
             rec["values"] = [{"__unsupported__": "too large"}]
         text = json.dumps(result)
-    tmp = os.path.join(root, "result.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, os.path.join(root, "result.json"))
+    data = text.encode("utf-8")
+    while data:
+        data = data[os.write(result_fd, data):]
+    os.close(result_fd)
     progress.write("done\n")
     progress.close()
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
