@@ -97,8 +97,9 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     n_k = k.shape[-2]
     scale = np.asarray(1.0 / np.sqrt(d_k), dtype=dtype)
 
-    scores = q @ k.swapaxes(-1, -2)  # (..., n_q, n_k)
-    scores *= scale
+    # Scaling the queries gives the same scores as scaling q k^T, with n_q * d_k multiplications
+    # instead of n_q * n_k (the scores are the largest array here: keep the passes over it few).
+    scores = (q * scale) @ k.swapaxes(-1, -2)  # (..., n_q, n_k)
     if mask is not None:
         mask = check_mask(mask, n_q, n_k)
         if not mask.any(axis=-1).all():
@@ -111,7 +112,10 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     # Softmax over keys, in place: subtract the row max, exponentiate, normalise.
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
-    scores /= scores.sum(axis=-1, keepdims=True)
+    # Row sums as a matrix-vector product with ones: the same sums as scores.sum(axis=-1), but
+    # BLAS computes them several times faster than NumPy's reduction over a short last axis.
+    row_sums = scores @ np.ones(n_k, dtype=scores.dtype)  # (..., n_q)
+    scores /= row_sums[..., None]
     weights = scores  # (..., n_q, n_k)
     output = weights @ v  # (..., n_q, d_v)
     return output, weights
