@@ -207,6 +207,9 @@ def build_batch(folder: Path) -> dict:
     subs["twice_a"] = write_nb(folder, "twice", make_notebook(), "first.ipynb")
     subs["twice_b"] = write_nb(folder, "twice", make_notebook(with_answer("q03_d_head", "d_head = 12")),
                                "second.ipynb")
+    (folder / "linked").mkdir()
+    os.symlink(subs["good"], folder / "linked" / "exercise_03.ipynb")  # someone else's work
+    subs["linked"] = folder / "linked" / "exercise_03.ipynb"
     (folder / "nothing_here").mkdir()
     (folder / "nothing_here" / "readme.txt").write_text("forgot to attach")
     return subs
@@ -214,7 +217,7 @@ def build_batch(folder: Path) -> dict:
 
 def _hashes(folder: Path) -> dict:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
 @pytest.fixture(scope="module")
@@ -274,6 +277,7 @@ def test_fresh_exercise_scores_zero_without_errors(batch):
     ("not_json", "not-json"), ("binary", "not-json"), ("deep_json", "not-json"),
     ("not_notebook", "not-a-notebook"), ("json_list", "not-a-notebook"),
     ("empty", "empty"), ("huge", "too-large"), ("lesson_instead", "unknown-assignment"),
+    ("linked", "not-a-notebook"),
 ])
 def test_unreadable_files_get_a_status_and_no_points(batch, student, status):
     row = batch["row"](student)

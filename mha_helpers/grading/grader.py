@@ -74,7 +74,7 @@ STATUSES = {
     "empty": "an empty file",
     "too-large": "larger than the size limit; not opened",
     "old-format": "a notebook format that could not be converted",
-    "missing": "a student folder without any notebook",
+    "missing": "a student folder without any notebook (or a path that does not exist)",
     "grader-error": "the grader itself failed on this submission (a bug: please report)",
 }
 _RUN_STATUS_ORDER = ["flagged", "kernel-died", "timeout", "memory", "output-limit", "ok"]
@@ -222,6 +222,8 @@ def read_notebook(path: Path, max_bytes: int = DEFAULT_MAX_BYTES):
     notes = []
     if path.is_symlink():
         raise Rejected("not-a-notebook", "a symbolic link; not followed")
+    if not path.exists():
+        raise Rejected("missing", "no such file or folder")
     if path.is_dir():
         if not any(path.rglob("*.ipynb")):
             raise Rejected("missing", "no notebook in this folder")
