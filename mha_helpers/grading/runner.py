@@ -297,7 +297,15 @@ class Encoder:
 
 
 def _error(exc: BaseException) -> dict:
-    return {"type": type(exc).__name__[:80], "message": str(exc)[:300]}
+    try:
+        name = str(type(exc).__name__)[:80]
+    except BaseException:
+        name = "Exception"
+    try:  # a student's exception may have a __str__ that raises
+        message = str(exc)[:300]
+    except BaseException:
+        message = "(message could not be shown)"
+    return {"type": name, "message": message}
 
 
 def main(argv=None) -> int:
@@ -324,7 +332,7 @@ def main(argv=None) -> int:
     qmod.load_banks()
     questions = {spec["grade_id"]: qmod.get_question(spec["grade_id"]) for spec in job["questions"]}
     forbidden = {gid: _code_objects(q) for gid, q in questions.items()}
-    encode = Encoder()
+    encode, dumps = Encoder(), json.dumps
     setprofile, getprofile = sys.setprofile, sys.getprofile
     alarm, perf, ndarray = signal.alarm, time.perf_counter, np.ndarray
     MONITOR_GONE = "(the answer removed the grader's call monitor)"
@@ -505,11 +513,11 @@ def main(argv=None) -> int:
         "output_truncated": out.truncated or err.truncated,
         "times": {"start": T_START, "ready": t_ready, "cells_done": t_cells, "eval_done": t_eval},
     }
-    text = json.dumps(result)
+    text = dumps(result)
     if len(text) > MAX_RESULT_BYTES:
         for rec in answers.values():
             rec["values"] = [{"__unsupported__": "too large"}]
-        text = json.dumps(result)
+        text = dumps(result)
     data = text.encode("utf-8")
     while data:
         data = data[os.write(result_fd, data):]
