@@ -7,6 +7,11 @@ the time to run every cell, separately.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
+
 from common import INFO, MISSED, Row, judged
 
 from mha_helpers.notebooks import COURSE_ROOT, execute_notebook, find_notebooks
@@ -21,6 +26,20 @@ def target_for(name: str) -> float:
     return TRAINING_TARGET_S if name.startswith(TRAINING_PREFIX) else TARGET_S
 
 
+@contextlib.contextmanager
+def _kernel_stderr_to(file):
+    """Send what kernels print on stderr (start-up warnings) to ``file``, not into the table."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def run(args, blas) -> list[Row]:
     folders = [COURSE_ROOT / "notebooks", COURSE_ROOT / "solutions"]
     paths = find_notebooks([f for f in folders if f.is_dir()])
@@ -31,12 +50,16 @@ def run(args, blas) -> list[Row]:
     for path in paths:
         rel = path.relative_to(COURSE_ROOT)
         target = target_for(path.name)
-        try:
-            t = execute_notebook(path, write=False)
-        except Exception as exc:  # a failing notebook is a result too
-            rows.append(Row(SECTION, str(rel), f"failed: {type(exc).__name__}: {str(exc)[:120]}",
-                            f"< {target:g} s", MISSED))
-            continue
+        with tempfile.TemporaryFile(mode="w+") as log:
+            try:
+                with _kernel_stderr_to(log):
+                    t = execute_notebook(path, write=False)
+            except Exception as exc:  # a failing notebook is a result too
+                log.seek(0)
+                rows.append(Row(SECTION, str(rel), f"failed: {type(exc).__name__}",
+                                f"< {target:g} s", MISSED,
+                                note=(str(exc)[-300:] + " " + log.read()[-300:]).strip()))
+                continue
         starts.append(t["kernel_start"])
         executes.append(t["execute"])
         rows.append(Row(
