@@ -2,7 +2,7 @@
 the machine description and the result rows that run.py prints and saves.
 
 Shared machines are noisy, so the sections report *ratios taken in the same run*: in each
-round every contender is timed once, in an order that rotates from round to round, and the
+round every contender is timed once, in an order shuffled from round to round, and the
 ratio of two contenders is the median over rounds of their per-round ratio. Slow drift (another
 process starting, the CPU clocking down) then affects both sides of each ratio alike.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import random
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -53,8 +54,8 @@ def _time_once(fn, inner: int) -> float:
 
 
 def interleaved(contenders: dict, rounds: int = 15, warmup: int = 2, batch_time: float = 2e-4,
-                round_time: float = 0.01, max_best_of: int = 5) -> dict:
-    """Time each ``name -> zero-argument callable`` once per round, rotating the order.
+                round_time: float = 0.15, max_best_of: int = 5) -> dict:
+    """Time each ``name -> zero-argument callable`` once per round, in a shuffled order.
 
     A shared machine preempts a process for whole scheduler slices (milliseconds), so one sample
     is the best of up to ``max_best_of`` short timings (each a batch of at least ``batch_time``
@@ -70,8 +71,11 @@ def interleaved(contenders: dict, rounds: int = 15, warmup: int = 2, batch_time:
         inner[name] = max(1, int(batch_time / max(t, 1e-9)))
         best_of[name] = max(1, min(max_best_of, int(round_time / max(t * inner[name], 1e-9))))
     samples = {name: [] for name in names}
-    for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
+    shuffler = random.Random(0)
+    for _ in range(rounds):
+        # A new order every round: a fixed rotation would keep the same neighbours, so any
+        # after-effect of one contender (caches, threads) would always fall on the same other.
+        order = shuffler.sample(names, len(names))
         for name in order:
             fn, k = contenders[name], inner[name]
             samples[name].append(min(_time_once(fn, k) for _ in range(best_of[name])))
