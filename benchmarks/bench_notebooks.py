@@ -7,12 +7,9 @@ the time to run every cell, separately.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import tempfile
 
-from common import INFO, MISSED, Row, judged
+from common import INFO, MISSED, Row, judged, kernel_stderr_to
 
 from mha_helpers.notebooks import COURSE_ROOT, execute_notebook, find_notebooks
 
@@ -24,20 +21,6 @@ TRAINING_PREFIX = "06_"
 
 def target_for(name: str) -> float:
     return TRAINING_TARGET_S if name.startswith(TRAINING_PREFIX) else TARGET_S
-
-
-@contextlib.contextmanager
-def _kernel_stderr_to(file):
-    """Send what kernels print on stderr (start-up warnings) to ``file``, not into the table."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    os.dup2(file.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def run(args, blas) -> list[Row]:
@@ -52,7 +35,7 @@ def run(args, blas) -> list[Row]:
         target = target_for(path.name)
         with tempfile.TemporaryFile(mode="w+") as log:
             try:
-                with _kernel_stderr_to(log):
+                with kernel_stderr_to(log):
                     t = execute_notebook(path, write=False)
             except Exception as exc:  # a failing notebook is a result too
                 log.seek(0)

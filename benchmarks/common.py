@@ -9,8 +9,10 @@ process starting, the CPU clocking down) then affects both sides of each ratio a
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import sys
 import platform
 import random
 import statistics
@@ -97,6 +99,22 @@ def fmt_time(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:.1f} ms" if seconds < 0.1 else f"{seconds * 1e3:.0f} ms"
     return f"{seconds:.1f} s"
+
+
+# --- notebook kernels -----------------------------------------------------------------------
+
+@contextlib.contextmanager
+def kernel_stderr_to(file):
+    """Send what kernels print on stderr (start-up warnings) to ``file``, not into the table."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 # --- BLAS threads ----------------------------------------------------------------------------
