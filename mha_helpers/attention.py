@@ -111,6 +111,17 @@ def scaled_dot_product_attention(q, k, v, mask=None):
             f"k has shape {_fmt(k.shape)} and v has shape {_fmt(v.shape)}: there must be one "
             f"value per key (k.shape[-2] == v.shape[-2])"
         )
+    return _attention(q, k, v, mask)
+
+
+def _attention(q, k, v, mask=None, need_weights=True):
+    """The computation of :func:`scaled_dot_product_attention`, on validated float arrays.
+
+    ``need_weights=False`` (multi-head attention that does not return its weights) leaves the
+    weights unnormalised and divides the (..., n_q, d_v) output by the row sums instead of the
+    (..., n_q, n_k) weights: the same numbers, one pass fewer over the largest array. It then
+    returns ``(output, None)``.
+    """
     dtype = np.result_type(q, k, v)
     n_q, d_k = q.shape[-2:]
     n_k = k.shape[-2]
@@ -138,6 +149,10 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     # Row sums as a matrix-vector product with ones: the same sums as scores.sum(axis=-1), but
     # BLAS computes them several times faster than NumPy's reduction over a short last axis.
     row_sums = scores @ np.ones(n_k, dtype=scores.dtype)  # (..., n_q)
+    if not need_weights:
+        output = scores @ v  # (..., n_q, d_v), not yet normalised
+        output /= row_sums[..., None]
+        return output, None
     scores /= row_sums[..., None]
     weights = scores  # (..., n_q, n_k)
     output = weights @ v  # (..., n_q, d_v)

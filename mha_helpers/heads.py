@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import scaled_dot_product_attention
+from .attention import _attention, scaled_dot_product_attention
 from .shapes import _fmt, as_float_array, head_width
 
 __all__ = ["split_heads", "merge_heads", "multi_head_attention", "grouped_query_attention"]
@@ -109,9 +109,16 @@ def _attend(x, context, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask, retur
     kh = split_heads(k, num_kv_heads)  # (..., g, n_k, d_head)
     vh = split_heads(v, num_kv_heads)  # (..., g, n_k, d_head)
     mask = _prepare_mask(mask, x)  # (n, n_k) or (batch, 1, n, n_k)
+
+    def attend(q_, k_, v_, mask_):
+        if return_weights:
+            return scaled_dot_product_attention(q_, k_, v_, mask_)
+        # The weights are not returned, so they are never normalised: one pass fewer over them.
+        return _attention(q_, k_, v_, mask_, need_weights=False)
+
     group = num_heads // num_kv_heads
     if group == 1:
-        out, weights = scaled_dot_product_attention(qh, kh, vh, mask)  # (..., h, n, d_head), (..., h, n, n_k)
+        out, weights = attend(qh, kh, vh, mask)  # (..., h, n, d_head), (..., h, n, n_k) or None
     else:
         # Query head i reads KV head i // group: view the h query heads as (g, group) and let
         # each KV head broadcast over its group (no copies of K or V are made).
@@ -120,9 +127,10 @@ def _attend(x, context, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, mask, retur
         kg = kh[..., :, None, :, :]  # (..., g, 1, n_k, d_head)
         vg = vh[..., :, None, :, :]  # (..., g, 1, n_k, d_head)
         mask_g = None if mask is None else mask[..., None, :, :]  # one more axis for the group
-        out, weights = scaled_dot_product_attention(qg, kg, vg, mask_g)  # (..., g, group, n, ·)
+        out, weights = attend(qg, kg, vg, mask_g)  # (..., g, group, n, ·)
         out = out.reshape(*lead, num_heads, n, d_head)  # (..., h, n, d_head)
-        weights = weights.reshape(*lead, num_heads, n, weights.shape[-1])  # (..., h, n, n_k)
+        if return_weights:
+            weights = weights.reshape(*lead, num_heads, n, weights.shape[-1])  # (..., h, n, n_k)
     concat = merge_heads(out)  # (..., n, h * d_head)
     y = concat @ w_o  # (..., n, d_model)
     return (y, weights) if return_weights else y
