@@ -7,6 +7,8 @@ same function attends for one head or for all heads at once with batched matrix 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .shapes import _fmt, as_float_array, check_mask
@@ -59,14 +61,16 @@ def _exp_cannot_overflow(q, k) -> bool:
     """
     if q.size == 0 or k.size == 0:
         return False
-    longest_q2 = np.einsum("...i,...i->...", q, q).max()  # largest |q_i|^2
-    longest_k2 = np.einsum("...i,...i->...", k, k).max()  # largest |k_j|^2
-    bound = np.sqrt(float(longest_q2) * float(longest_k2))
+    longest_q2 = float(np.einsum("...i,...i->...", q, q).max())  # largest |q_i|^2
+    longest_k2 = float(np.einsum("...i,...i->...", k, k).max())  # largest |k_j|^2
+    if not math.isfinite(longest_q2 * longest_k2):
+        return False
+    bound = math.sqrt(longest_q2 * longest_k2)
     info = np.finfo(np.result_type(q, k))
     n_k = k.shape[-2]
     # exp(bound) * n_k must stay below the largest float; exp(-bound) above the smallest normal.
-    limit = min(np.log(info.max) - np.log(n_k), -np.log(info.tiny)) - 1.0
-    return bool(bound <= limit)  # NaN compares False
+    limit = min(math.log(float(info.max)) - math.log(n_k), -math.log(float(info.tiny))) - 1.0
+    return bound <= limit
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):
