@@ -180,14 +180,19 @@ def set_blas_threads(n: int) -> bool:
 
 def machine_info() -> dict:
     cpu = platform.processor() or platform.machine()
+    virtual = False
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("model name"):
                     cpu = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    virtual = " hypervisor" in line
                     break
     except OSError:
         pass
+    if virtual:
+        cpu += " (virtual machine)"
     try:
         load = os.getloadavg()
     except OSError:
