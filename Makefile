@@ -17,9 +17,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# JupyterLab refuses to start as root unless told to (containers, some cloud machines).
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+
 ## Open the first lesson in JupyterLab.
 lab: install
-	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here.ipynb
 
 ## Run every test: unit tests, the browser test, and every notebook through nbval.
 test: install
