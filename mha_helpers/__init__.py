@@ -21,7 +21,7 @@ from .attention import causal_mask, scaled_dot_product_attention, softmax
 from .cost import MODEL_CONFIGS, ModelConfig, attention_flops, attention_params, format_bytes, kv_cache_bytes
 from .heads import grouped_query_attention, merge_heads, multi_head_attention, split_heads
 from .plots import plot_attention, plot_heads
-from .shapes import check_shape, head_width
+from .shapes import check_shape, head_width, kv_group_size
 
 __version__ = "0.1.0"
 
@@ -35,6 +35,7 @@ __all__ = [
     "grouped_query_attention",
     "check_shape",
     "head_width",
+    "kv_group_size",
     "plot_attention",
     "plot_heads",
     "attention_params",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .shapes import _fmt, as_float_array, check_mask
+from .shapes import _fmt, as_float_array, check_mask, positive_int
 
 __all__ = ["softmax", "causal_mask", "scaled_dot_product_attention"]
 
@@ -47,8 +47,7 @@ def causal_mask(n: int) -> np.ndarray:
            [1, 1, 0],
            [1, 1, 1]])
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive whole number of tokens, got {n!r}")
+    n = positive_int(n, "n", " of tokens")
     return np.tril(np.ones((n, n), dtype=bool))  # (n, n)
 
 

@@ -17,30 +17,18 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-import numpy as np
-
-from .shapes import head_width
+from .shapes import head_width, kv_group_size, positive_int
 
 __all__ = ["attention_params", "attention_flops", "kv_cache_bytes", "format_bytes",
            "ModelConfig", "MODEL_CONFIGS"]
 
 
-def _positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive whole number, got {value!r}")
-    return int(value)
-
-
 def _heads(d_model, num_heads, num_kv_heads, d_head):
-    d_model = _positive_int(d_model, "d_model")
-    num_heads = _positive_int(num_heads, "num_heads")
-    g = num_heads if num_kv_heads is None else _positive_int(num_kv_heads, "num_kv_heads")
-    if num_heads % g:
-        raise ValueError(
-            f"num_heads={num_heads} is not divisible by num_kv_heads={g}: each KV head serves a "
-            f"group of num_heads / num_kv_heads query heads"
-        )
-    d_h = head_width(d_model, num_heads) if d_head is None else _positive_int(d_head, "d_head")
+    d_model = positive_int(d_model, "d_model")
+    num_heads = positive_int(num_heads, "num_heads")
+    g = num_heads if num_kv_heads is None else positive_int(num_kv_heads, "num_kv_heads")
+    kv_group_size(num_heads, g)
+    d_h = head_width(d_model, num_heads) if d_head is None else positive_int(d_head, "d_head")
     return d_model, num_heads, g, d_h
 
 
@@ -63,7 +51,7 @@ def attention_flops(n, d_model, num_heads, num_kv_heads=None, d_head=None) -> di
     ``output_projection`` (W_O) and ``total``. Standard MHA totals 8 n d^2 + 4 n^2 d, the same
     for every h: each of the h heads does 1/h of the work of one full-width head.
     """
-    n = _positive_int(n, "n")
+    n = positive_int(n, "n")
     d, h, g, d_h = _heads(d_model, num_heads, num_kv_heads, d_head)
     out = {
         "projections": 2 * n * d * h * d_h + 2 * (2 * n * d * g * d_h),
@@ -88,7 +76,7 @@ def kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element=
     """
     for value, name in ((num_layers, "num_layers"), (num_kv_heads, "num_kv_heads"),
                         (d_head, "d_head"), (seq_len, "seq_len"), (batch, "batch")):
-        _positive_int(value, name)
+        positive_int(value, name)
     if (isinstance(bytes_per_element, bool) or not isinstance(bytes_per_element, numbers.Real)
             or not bytes_per_element > 0):
         raise ValueError(f"bytes_per_element must be positive (2 for fp16), got {bytes_per_element!r}")
@@ -133,9 +121,9 @@ class ModelConfig:
     def cache_bytes(self, seq_len, bytes_per_element=2, batch=1) -> int:
         """Cache bytes for ``batch`` sequences of ``seq_len`` tokens; a sliding window caps the
         number of cached positions (Mistral 7B keeps a rolling buffer of 4096)."""
-        seq_len = _positive_int(seq_len, "seq_len")
+        seq_len = positive_int(seq_len, "seq_len")
         kept = seq_len if self.sliding_window is None else min(seq_len, self.sliding_window)
-        return self.kv_cache_bytes_per_token(bytes_per_element) * kept * _positive_int(batch, "batch")
+        return self.kv_cache_bytes_per_token(bytes_per_element) * kept * positive_int(batch, "batch")
 
 
 def _cfg(*args, **kw):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .attention import _attention, scaled_dot_product_attention
-from .shapes import _fmt, as_float_array, head_width
+from .shapes import _fmt, as_float_array, head_width, kv_group_size
 
 __all__ = ["split_heads", "merge_heads", "multi_head_attention", "grouped_query_attention"]
 
@@ -208,14 +208,7 @@ def grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, c
     x = _check_input(x, "x")
     d_model = x.shape[-1]
     d_head = head_width(d_model, num_heads)
-    if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, (int, np.integer)) or num_kv_heads < 1:
-        raise ValueError(f"num_kv_heads must be a positive whole number, got {num_kv_heads!r}")
-    if num_heads % num_kv_heads:
-        raise ValueError(
-            f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: every KV "
-            f"head serves a group of num_heads / num_kv_heads query heads, so num_kv_heads must "
-            f"divide num_heads"
-        )
+    kv_group_size(num_heads, num_kv_heads)
     context = _check_context(x, context)
     kv_width = num_kv_heads * d_head
     w_q = _check_weight(w_q, "w_q", d_model, d_model, "(d_model, d_model)")

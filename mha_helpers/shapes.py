@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_shape", "head_width"]
+__all__ = ["check_shape", "head_width", "kv_group_size"]
 
 
 def _fmt(shape) -> str:
@@ -44,14 +44,20 @@ def check_shape(array, expected, name: str = "array", hint: str = "") -> tuple:
     return shape
 
 
+def positive_int(value, name: str, what: str = "") -> int:
+    """Return ``value`` as an int if it is a whole number >= 1; otherwise raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number{what}, got {value!r}")
+    return int(value)
+
+
 def head_width(d_model: int, num_heads: int) -> int:
     """Return ``d_head = d_model // num_heads``, or explain why it does not exist.
 
     >>> head_width(768, 12)
     64
     """
-    if isinstance(num_heads, bool) or not isinstance(num_heads, (int, np.integer)) or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive whole number, got {num_heads!r}")
+    num_heads = positive_int(num_heads, "num_heads")
     if d_model % num_heads:
         raise ValueError(
             f"d_model={d_model} is not divisible by num_heads={num_heads}: each head needs "
@@ -59,6 +65,23 @@ def head_width(d_model: int, num_heads: int) -> int:
             f"({', '.join(str(k) for k in range(1, d_model + 1) if d_model % k == 0 and k <= 64)})"
         )
     return d_model // num_heads
+
+
+def kv_group_size(num_heads: int, num_kv_heads: int) -> int:
+    """Return how many query heads share one key/value head, ``num_heads // num_kv_heads``.
+
+    >>> kv_group_size(32, 8)        # Llama 3 8B: groups of 4 query heads
+    4
+    """
+    num_heads = positive_int(num_heads, "num_heads")
+    num_kv_heads = positive_int(num_kv_heads, "num_kv_heads")
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: every KV "
+            f"head serves a group of num_heads / num_kv_heads query heads, so num_kv_heads must "
+            f"divide num_heads"
+        )
+    return num_heads // num_kv_heads
 
 
 def as_float_array(x, name: str) -> np.ndarray:
