@@ -600,3 +600,19 @@ def test_self_check_never_raises(capsys):
     check("q03_concat_project", 42)
     out = capsys.readouterr().out
     assert "no such question" in out and out.count("q03_") == 2
+
+
+def test_self_check_explains_a_missing_tuple_instead_of_failing_to_compare():
+    """A function that should return (output, weights) but returns only the output gets a
+    plain explanation, not 'could not check this answer'."""
+    from mha_helpers.grading.check import evaluate
+
+    def output_only(q, k, v, mask):
+        scores = np.where(mask, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        return weights @ v
+
+    r = evaluate(get_question("q01_masked_attention"), output_only)
+    assert r["status"] == "failed"
+    assert "should be a tuple of 2 items, got an array of shape" in r["message"]

@@ -22,10 +22,13 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result"):
         if not isinstance(actual, str):
             return f"{path} should be text, got {type(actual).__name__}"
         return None if actual.strip().lower() == expected.strip().lower() else f"{path} is {actual!r}"
-    if isinstance(expected, tuple) and not isinstance(actual, np.ndarray):
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            n = len(actual) if isinstance(actual, (tuple, list)) else "not a tuple"
-            return f"{path} should be a tuple of {len(expected)} items, got {n}"
+    if isinstance(expected, tuple):
+        if not isinstance(actual, (tuple, list)):
+            got = (f"an array of shape {actual.shape}" if isinstance(actual, np.ndarray)
+                   else f"a {type(actual).__name__}")
+            return f"{path} should be a tuple of {len(expected)} items, got {got}"
+        if len(actual) != len(expected):
+            return f"{path} should be a tuple of {len(expected)} items, got {len(actual)}"
         for i, (e, a) in enumerate(zip(expected, actual)):
             d = difference(e, a, rtol, atol, f"{path}[{i}]")
             if d:
