@@ -12,8 +12,9 @@ Two tasks, each a batch generator ``make_batch(rng, batch_size) -> (tokens, targ
   the first copy, which is what an induction head does.
 
 Roles are measured, never assumed: :func:`role_scores` gives each head's mean attention on
-the previous and the first token, and :func:`induction_scores` how much attention goes to
-the position right after an earlier copy of the current token.
+the previous and the first token, :func:`induction_scores` how much attention goes to
+the position right after an earlier copy of the current token, and
+:func:`duplicate_token_scores` how much goes to the earlier copies themselves.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 __all__ = ["make_vote_tables", "vote_table_batch", "vote_table_task", "repeated_segment_batch",
            "repeated_segment_task", "role_scores", "head_roles", "previous_token_score",
-           "induction_scores"]
+           "induction_scores", "duplicate_token_scores"]
 
 
 def make_vote_tables(vocab_size=16, seed=0):
@@ -163,3 +164,25 @@ def induction_scores(weights, tokens, targets) -> np.ndarray:
         keys = s[(s <= t) & (tokens[b, s - 1] == tokens[b, t]) & (s - 1 < t)]
         scores.append(weights[b, :, t, keys].sum(axis=0) if keys.size else np.zeros(weights.shape[1]))
     return np.mean(scores, axis=0)  # (h,)
+
+
+def duplicate_token_scores(weights, tokens, targets) -> np.ndarray:
+    """Per head, mean attention from scored positions to earlier copies of the current token.
+
+    For a query at position ``t`` with a target (not ``-1``), the duplicate positions are the
+    keys ``s < t`` with ``tokens[s] == tokens[t]``. A *duplicate-token head* puts its weight
+    there; a previous-token head puts it on ``t - 1`` (:func:`previous_token_score`), and an
+    induction head on ``s + 1`` (:func:`induction_scores`). ``weights`` ``(batch, h, n, n)``,
+    ``tokens`` and ``targets`` ``(batch, n)``. Returns ``(h,)``: the attention on those keys,
+    summed per query, averaged over queries (a query with no earlier copy counts as 0).
+
+    >>> w = np.zeros((1, 1, 4, 4)); w[0, 0, 3, 1] = 1.0      # position 3 attends to position 1
+    >>> duplicate_token_scores(w, np.array([[7, 5, 6, 5]]), np.array([[-1, -1, -1, 0]])).tolist()
+    [1.0]
+    """
+    tokens, weights = np.asarray(tokens), np.asarray(weights)
+    b, t = np.nonzero(np.asarray(targets) >= 0)  # (q,) each: the scored queries
+    keys = np.arange(tokens.shape[1])  # (n,)
+    duplicate = (tokens[b] == tokens[b, t][:, None]) & (keys < t[:, None])  # (q, n)
+    rows = weights[b, :, t, :]  # (q, h, n): each scored query's attention, per head
+    return (rows * duplicate[:, None, :]).sum(axis=-1).mean(axis=0)  # (h,)

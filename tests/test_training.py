@@ -9,9 +9,9 @@ import pytest
 
 from mha_helpers import causal_mask, multi_head_attention, scaled_dot_product_attention
 from mha_helpers.backward import attention_backward, mha_backward, mha_forward, softmax_backward
-from mha_helpers.tasks import (head_roles, induction_scores, make_vote_tables,
-                               repeated_segment_batch, role_scores, vote_table_batch,
-                               vote_table_task)
+from mha_helpers.tasks import (duplicate_token_scores, head_roles, induction_scores,
+                               make_vote_tables, previous_token_score, repeated_segment_batch,
+                               role_scores, vote_table_batch, vote_table_task)
 from mha_helpers.training import (accuracy, cross_entropy, forward, init_model, learning_rate,
                                   loss_and_grads, max_relative_error, numerical_gradients,
                                   prune_head, train)
@@ -202,6 +202,26 @@ def test_role_and_induction_scores_on_hand_made_weights():
     ind = np.zeros((1, 1, n, n))
     ind[0, 0, 3, 2] = 1  # attends to the token after the earlier copy
     np.testing.assert_allclose(induction_scores(ind, tokens, targets), [1.0])
+
+
+def test_duplicate_token_score_tells_a_duplicate_head_from_a_previous_token_head():
+    n = 6
+    tokens = np.array([[9, 1, 2, 3, 1, 2]])  # positions 4 and 5 repeat positions 1 and 2
+    targets = np.array([[-1, -1, -1, -1, 0, 0]])  # queries at t = 4 and t = 5
+    prev = np.zeros((n, n))
+    prev[0, 0] = 1
+    prev[np.arange(1, n), np.arange(n - 1)] = 1
+    dup = np.eye(n)
+    dup[4] = 0
+    dup[4, 1] = 1  # t = 4 (token 1) attends to its earlier copy at 1
+    dup[5] = 0
+    dup[5, [2, 5]] = 0.5  # t = 5 (token 2): half on its earlier copy at 2, half on itself
+    weights = np.stack([prev, dup])[None]  # (1, 2, n, n)
+    np.testing.assert_allclose(duplicate_token_scores(weights, tokens, targets), [0.0, 0.75])
+    np.testing.assert_allclose(previous_token_score(weights, targets), [1.0, 0.0])
+    # a query whose token never occurred before counts as 0, and the query itself is no copy
+    np.testing.assert_allclose(duplicate_token_scores(np.eye(n)[None, None], tokens,
+                                                      np.array([[-1, -1, -1, 0, 0, -1]])), [0.0])
 
 
 # --- the exercise bank of lesson 06 ----------------------------------------------------------
