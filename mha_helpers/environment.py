@@ -51,9 +51,10 @@ class _WidgetCheck:
     """
 
     FALLBACK = (
-        "ipywidgets cannot render in this front end, so the sliders in the lessons will not "
-        "appear here (each lesson still shows a static picture of its explorer). Open the course "
-        "in JupyterLab 4 with `make lab` to use them."
+        "If this sentence is all you see after running the cell, ipywidgets cannot render in "
+        "this front end, so the lessons' sliders will not appear here (each lesson still shows a "
+        "static picture of its explorer). Open the course in JupyterLab 4 with `make lab` to use "
+        "them. (A saved notebook that has not been run yet also shows this sentence: run the cell.)"
     )
 
     def __init__(self):

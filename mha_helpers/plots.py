@@ -86,5 +86,7 @@ def plot_heads(weights, tokens, title="Attention weights per head", key_tokens=N
             ax.set_ylabel("")
         if i < h - cols:
             ax.set_xlabel("")
+    # One colour scale for all heads (every heatmap uses 0..1), so one colorbar serves them all.
+    figure.colorbar(axes.flat[0].images[0], ax=axes, fraction=0.046, pad=0.04, label="weight")
     figure.suptitle(title)
     return figure
