@@ -101,7 +101,7 @@ class ModelConfig:
 
     name: str
     d_model: int
-    num_layers: int  # layers that hold a KV cache (decoder layers; whole stack for encoders)
+    num_layers: int  # the decoder's layers for encoder-decoder models; the whole stack otherwise
     num_heads: int
     num_kv_heads: int | None  # None for latent attention (MLA), see kv_latent_dim
     d_head: int
@@ -111,9 +111,34 @@ class ModelConfig:
     layers_text: str = ""  # as the source writes it, e.g. "6+6" for encoder + decoder
     kv_latent_dim: int | None = None  # MLA: cached elements per token per layer
     sliding_window: int | None = None  # attends to (and caches) at most this many positions
+    # Encoder-only models (BERT, ViT) read the whole input at once and generate nothing token
+    # by token, so they keep no KV cache. Encoder-decoder models (T5, the original Transformer)
+    # keep one in the decoder only; their num_layers counts the decoder's layers.
+    encoder_only: bool = False
+    encoder_decoder: bool = False
+
+    def __post_init__(self):
+        if self.encoder_only and self.encoder_decoder:
+            raise ValueError(f"{self.name}: a model is encoder-only or encoder-decoder, not both")
+
+    @property
+    def has_kv_cache(self) -> bool:
+        """True for models that generate token by token (decoder-only and encoder-decoder)."""
+        return not self.encoder_only
+
+    def _check_has_kv_cache(self):
+        if self.encoder_only:
+            raise ValueError(
+                f"{self.name} is encoder-only: it reads the whole input at once and generates "
+                f"nothing token by token, so it keeps no KV cache. Only decoders (decoder-only "
+                f"models, and the decoder of an encoder-decoder model) have one.")
 
     def kv_cache_bytes_per_token(self, bytes_per_element=2) -> int:
-        """Cache bytes added per generated token (one sequence, all layers)."""
+        """Cache bytes added per generated token (one sequence, all layers).
+
+        Raises ``ValueError`` for an encoder-only model, which keeps no cache.
+        """
+        self._check_has_kv_cache()
         if self.kv_latent_dim is not None:
             return self.kv_latent_dim * self.num_layers * bytes_per_element
         return kv_cache_bytes(self.num_layers, self.num_kv_heads, self.d_head, 1, bytes_per_element)
@@ -134,17 +159,23 @@ def _cfg(*args, **kw):
 # Source: shared/reference/mha_facts.md ("Real model configurations"), which names each
 # model's primary source; the `source` field repeats it so a lesson can cite it.
 MODEL_CONFIGS: dict[str, ModelConfig] = dict([
-    _cfg("Transformer base", 512, 6, 8, 8, 64, None, "MHA", "Vaswani et al. 2017, §3.2.2, Table 3", "6+6"),
-    _cfg("Transformer big", 1024, 6, 16, 16, 64, None, "MHA", "Vaswani et al. 2017, Table 3", "6+6"),
-    _cfg("BERT-base", 768, 12, 12, 12, 64, 512, "MHA", "google-research/bert, uncased_L-12_H-768_A-12"),
-    _cfg("BERT-large", 1024, 24, 16, 16, 64, 512, "MHA", "google-research/bert, uncased_L-24_H-1024_A-16"),
+    _cfg("Transformer base", 512, 6, 8, 8, 64, None, "MHA", "Vaswani et al. 2017, §3.2.2, Table 3", "6+6",
+         encoder_decoder=True),
+    _cfg("Transformer big", 1024, 6, 16, 16, 64, None, "MHA", "Vaswani et al. 2017, Table 3", "6+6",
+         encoder_decoder=True),
+    _cfg("BERT-base", 768, 12, 12, 12, 64, 512, "MHA", "google-research/bert, uncased_L-12_H-768_A-12",
+         encoder_only=True),
+    _cfg("BERT-large", 1024, 24, 16, 16, 64, 512, "MHA", "google-research/bert, uncased_L-24_H-1024_A-16",
+         encoder_only=True),
     _cfg("GPT-2 small", 768, 12, 12, 12, 64, 1024, "MHA", "nanoGPT model.py config_args"),
     _cfg("GPT-2 medium", 1024, 24, 16, 16, 64, 1024, "MHA", "nanoGPT model.py config_args"),
     _cfg("GPT-2 large", 1280, 36, 20, 20, 64, 1024, "MHA", "nanoGPT model.py config_args"),
     _cfg("GPT-2 XL", 1600, 48, 25, 25, 64, 1024, "MHA", "nanoGPT model.py config_args"),
     _cfg("GPT-3 175B", 12288, 96, 96, 96, 128, 2048, "MHA", "Brown et al. 2020, Table 2.1"),
-    _cfg("T5-base", 768, 12, 12, 12, 64, 512, "MHA", "Raffel et al. 2020, §3.1", "12+12"),
-    _cfg("ViT-B/16", 768, 12, 12, 12, 64, 197, "MHA", "google-research/vision_transformer configs"),
+    _cfg("T5-base", 768, 12, 12, 12, 64, 512, "MHA", "Raffel et al. 2020, §3.1", "12+12",
+         encoder_decoder=True),
+    _cfg("ViT-B/16", 768, 12, 12, 12, 64, 197, "MHA", "google-research/vision_transformer configs",
+         encoder_only=True),
     _cfg("Llama 2 7B", 4096, 32, 32, 32, 128, 4096, "MHA", "Llama 2 model card"),
     _cfg("Llama 2 70B", 8192, 80, 64, 8, 128, 4096, "GQA", "Llama 2 model card / config"),
     _cfg("Llama 3 8B", 4096, 32, 32, 8, 128, 8192, "GQA", "Meta-Llama-3-8B params.json"),

@@ -12,7 +12,10 @@ Every explorer is two layers:
 
 * a **pure function** from the slider values to a plain dataclass of what to show
   (:func:`shape_view`, :func:`kv_cache_view`, :func:`cost_view`), and a pure function from that
-  dataclass to HTML (:func:`render_shape_html`, ...). Tests call these directly;
+  dataclass to HTML (:func:`render_shape_html`, ...). Tests call these directly, and the
+  KV-cache explorer's small decisions too (which models keep a cache, :func:`cache_models`;
+  which model the menu names, :func:`matching_models` and :func:`menu_choice`; how a cache
+  compares with yours, :func:`compared_text`);
 * a **thin widget** (an ``ipywidgets.VBox``) whose sliders call them and put the HTML into
   ``ipywidgets.HTML`` children. Redraws replace the previous content (there are no figures to
   pile up), and one update takes a few milliseconds even at d_model = 1024 and h = 32.
@@ -53,6 +56,10 @@ __all__ = [
     "shape_view",
     "kv_cache_view",
     "cost_view",
+    "cache_models",
+    "matching_models",
+    "menu_choice",
+    "compared_text",
     "render_shape_html",
     "render_kv_cache_html",
     "render_cost_html",
@@ -121,9 +128,13 @@ def _divisors(n: int, limit: int) -> list[int]:
     return [k for k in range(1, min(n, limit) + 1) if n % k == 0]
 
 
-def _join_or(items) -> str:
+def _join_or(items, word="or") -> str:
     items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+def _join_and(items) -> str:
+    return _join_or(items, "and")
 
 
 @lru_cache(maxsize=1)
@@ -225,10 +236,10 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
     and :func:`merge_heads`, and records the shape after every step, the parameter count
     (:func:`attention_params`) and the FLOPs (:func:`attention_flops`).
 
-    >>> v = shape_view(8, 2, 4)
-    >>> v.d_head_text, v.steps[3].shape, v.params
-    ('d_head = 4', (2, 4, 4), 288)
-    >>> shape_view(8, 3, 4).ok
+    >>> v = shape_view(8, 2, 3)
+    >>> v.d_head_text, v.steps[3].shape, v.steps[4].shape, v.params
+    ('d_head = 4', (2, 3, 4), (2, 3, 3), 288)
+    >>> shape_view(8, 3, 3).ok
     False
     """
     d_model, h, n = int(d_model), int(h), int(n)
@@ -263,7 +274,7 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
     steps = (
         ShapeStep("input: one row per token", "x", "(n, d_model)", x.shape),
         ShapeStep("weights W_Q, W_K, W_V, W_O (each)", "w_q", "(d_model, d_model)", w_q.shape),
-        ShapeStep("project: Q = X W_Q (same for K, V)", "q = x @ w_q", "(n, d_model)", q.shape),
+        ShapeStep("project: Q = x W_Q (same for K, V)", "q = x @ w_q", "(n, d_model)", q.shape),
         ShapeStep("split into heads (Q, K, V each)", "split_heads(q, h)", "(h, n, d_head)", qh.shape),
         ShapeStep("scores per head: Q_i K_i^T / sqrt(d_head)", "qh @ kh.swapaxes(-1, -2)",
                   "(h, n, n)", scores.shape),
@@ -381,7 +392,10 @@ def render_shape_html(view: ShapeView) -> str:
 
 @dataclass(frozen=True)
 class ModelCacheRow:
-    name: str
+    """One real model in the KV-cache table (only models that generate token by token)."""
+
+    name: str  # the key in MODEL_CONFIGS
+    label: str  # as shown: "T5-base decoder" for an encoder-decoder model, whose decoder caches
     kind: str
     num_layers: int
     num_heads: int
@@ -391,6 +405,7 @@ class ModelCacheRow:
     per_sequence: int | float
     source: str
     context: int | None = None  # the model's maximum context (None: not fixed by the source)
+    compared: str = ""  # per token, against your settings: "26.7× smaller", "14.4× larger", "same"
 
 
 @dataclass(frozen=True)
@@ -413,7 +428,8 @@ class KVCacheView:
     per_sequence_text: str = ""
     formula_text: str = ""
     mha_per_sequence: int | float | None = None  # the same model with one KV head per query head
-    models: tuple = ()  # ModelCacheRow for every model of MODEL_CONFIGS
+    models: tuple = ()  # ModelCacheRow for every model of MODEL_CONFIGS that keeps a KV cache
+    matches: tuple = ()  # names of the menu's models whose layers and heads equal your settings
 
 
 def _gqa_kv_heads(num_heads: int) -> int | None:
@@ -430,13 +446,82 @@ def _kind(num_heads: int, num_kv_heads: int) -> str:
     return "MQA" if num_kv_heads == 1 else "GQA"
 
 
-def _model_rows(seq_len: int, bytes_per_element) -> tuple:
+def _label(cfg) -> str:
+    """A model's name as the KV-cache explorer shows it: an encoder-decoder model's cache is its
+    decoder's, so it is named that way ("T5-base decoder")."""
+    return f"{cfg.name} decoder" if cfg.encoder_decoder else cfg.name
+
+
+def cache_models() -> tuple:
+    """The models of MODEL_CONFIGS that keep a KV cache: those that generate token by token.
+
+    Encoder-only models (BERT, ViT) read the whole input at once and keep none.
+
+    >>> names = [c.name for c in cache_models()]
+    >>> "Llama 2 70B" in names, "BERT-base" in names
+    (True, False)
+    """
+    return tuple(c for c in MODEL_CONFIGS.values() if c.has_kv_cache)
+
+
+def menu_models() -> tuple:
+    """The models the "load model" menu offers: those that cache K and V heads (not a latent)."""
+    return tuple(c for c in cache_models() if c.num_kv_heads is not None)
+
+
+def matching_models(num_layers: int, num_heads: int, num_kv_heads: int, d_head: int) -> tuple:
+    """Names of the menu's models with exactly these layers, query heads, KV heads and d_head.
+
+    >>> matching_models(80, 64, 8, 128)
+    ('Llama 2 70B', 'Llama 3 70B')
+    >>> matching_models(80, 64, 4, 128)
+    ()
+    """
+    settings = (num_layers, num_heads, num_kv_heads, d_head)
+    return tuple(c.name for c in menu_models()
+                 if (c.num_layers, c.num_heads, c.num_kv_heads, c.d_head) == settings)
+
+
+def menu_choice(matches: tuple, current: str = "") -> str:
+    """The model the menu should show: the current choice while the settings still match it,
+    else the first model they match, else "" ("(set by hand)").
+
+    >>> seventy_b = ("Llama 2 70B", "Llama 3 70B")
+    >>> menu_choice(seventy_b), menu_choice(seventy_b, current="Llama 3 70B")
+    ('Llama 2 70B', 'Llama 3 70B')
+    >>> menu_choice((), "Falcon-7B")
+    ''
+    """
+    if current in matches:
+        return current
+    return matches[0] if matches else ""
+
+
+def compared_text(theirs, yours) -> str:
+    """How a cache compares with yours, always in one format.
+
+    >>> compared_text(12, 320), compared_text(4608, 320), compared_text(320, 320)
+    ('26.7× smaller', '14.4× larger', 'same')
+    >>> compared_text(4_718_592, 32)
+    '147,456× larger'
+    """
+    ratio = theirs / yours
+    factor = ratio if ratio >= 1 else 1 / ratio
+    text = f"{factor:,.0f}" if factor >= 100 else f"{factor:.3g}"
+    if text == "1":
+        return "same"
+    return f"{text}\u00d7 " + ("larger" if ratio > 1 else "smaller")
+
+
+def _model_rows(seq_len: int, bytes_per_element, yours_per_token=None) -> tuple:
     rows = []
-    for cfg in MODEL_CONFIGS.values():
+    for cfg in cache_models():
         per_token = cfg.kv_cache_bytes_per_token(bytes_per_element)
-        rows.append(ModelCacheRow(cfg.name, cfg.kind, cfg.num_layers, cfg.num_heads, cfg.num_kv_heads,
-                                  cfg.d_head, per_token, cfg.cache_bytes(seq_len, bytes_per_element),
-                                  cfg.source, cfg.context))
+        compared = "" if yours_per_token is None else compared_text(per_token, yours_per_token)
+        rows.append(ModelCacheRow(cfg.name, _label(cfg), cfg.kind, cfg.num_layers, cfg.num_heads,
+                                  cfg.num_kv_heads, cfg.d_head, per_token,
+                                  cfg.cache_bytes(seq_len, bytes_per_element), cfg.source,
+                                  cfg.context, compared))
     return tuple(rows)
 
 
@@ -453,20 +538,21 @@ def kv_cache_view(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int =
     args = (int(num_layers), int(num_heads), int(num_kv_heads), int(d_head), int(seq_len),
             bytes_per_element)
     L, h, g, d_h, n, b = args
-    models = _model_rows(n, b)
+    matches = matching_models(L, h, g, d_h)
     if min(L, h, g, d_h, n) < 1 or not b > 0:
-        return KVCacheView(*args, ok=False, models=models,
+        return KVCacheView(*args, ok=False, models=(), matches=matches,
                            message="Every count must be at least 1 and bytes per element positive.")
     if h % g:
         fits = _divisors(h, KV_MAX_HEADS)
         return KVCacheView(
-            *args, ok=False, models=models,
+            *args, ok=False, models=_model_rows(n, b), matches=matches,
             message=(f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
                      f"a group of the same number of query heads (query heads / KV heads must be a "
                      f"whole number). To fix it, set the KV heads to a divisor of {h} "
                      f"({_join_or(fits)})."))
     per_token = kv_cache_bytes(L, g, d_h, 1, b)
     per_sequence = kv_cache_bytes(L, g, d_h, n, b)
+    models = _model_rows(n, b, per_token)
     mha = kv_cache_bytes(L, h, d_h, n, b)
     kind = _kind(h, g)
     if kind == "MHA":
@@ -482,7 +568,7 @@ def kv_cache_view(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int =
     return KVCacheView(*args, ok=True, message="", kind=kind, kind_text=kind_text,
                        per_token=per_token, per_sequence=per_sequence,
                        per_token_text=format_bytes(per_token), per_sequence_text=format_bytes(per_sequence),
-                       formula_text=formula, mha_per_sequence=mha, models=models)
+                       formula_text=formula, mha_per_sequence=mha, models=models, matches=matches)
 
 
 def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:
@@ -494,7 +580,11 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
                      f'{view.d_head}, {_int(view.seq_len)} tokens, {view.bytes_per_element:g} '
                      f'bytes per element.</div>')
     if view.ok:
-        saving = ""
+        saving = same = ""
+        if view.matches:
+            labels = [_label(MODEL_CONFIGS[name]) for name in view.matches]
+            same = (f'<div class="mha-kv-same">These are the layers and heads of '
+                    f'{_esc(_join_and(labels))}.</div>')
         if view.kind != "MHA":
             saving = (f'<div>With one KV head per query head (MHA) the cache would be '
                       f'{format_bytes(view.mha_per_sequence)}: sharing makes it '
@@ -505,14 +595,14 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
             f'sequence of {_int(view.seq_len)} tokens</div>'
             f'<div>{_esc(view.kind_text)}.</div>'
             f'<div style="color:{_MUTED}">{_esc(view.formula_text)}; multiply by the number of '
-            f'tokens and by the batch size.</div>{saving}')
+            f'tokens and by the batch size.</div>{saving}{same}')
     else:
         parts.append(render_message_html(view.message))
     td = "padding:2px 8px;border:none;text-align:right"
     tl = "padding:2px 8px;border:none;text-align:left"
     header = "".join(f'<th style="{tl if i < 2 else td}">{t}</th>' for i, t in enumerate(
         ("model", "type", "layers", "query heads", "KV heads", "d_head", "context", "per token",
-         f"{_int(view.seq_len)} tokens", "compared with yours")))
+         f"{_int(view.seq_len)} tokens", "per token, compared with yours")))
     body = []
     if view.ok:
         body.append(
@@ -520,36 +610,36 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
             f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
             f'{view.num_heads}</td><td style="{td}">{view.num_kv_heads}</td><td style="{td}">'
             f'{view.d_head}</td><td style="{td}"></td><td style="{td}">{view.per_token_text}</td>'
-            f'<td style="{td}">{view.per_sequence_text}</td><td style="{td}">1\u00d7</td></tr>')
+            f'<td style="{td}">{view.per_sequence_text}</td><td style="{td}"></td></tr>')
     beyond = False
     for r in view.models:
         kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
-        if view.ok:
-            ratio = r.per_token / view.per_token
-            compared = f"{ratio:.3g}\u00d7" if ratio >= 1 else f"1/{1 / ratio:.3g}"
-        else:
-            compared = ""
         mark = ""
         if r.context is not None and view.seq_len > r.context:
             mark, beyond = " *", True
         body.append(
-            f'<tr><td style="{tl}" title="{_esc(r.source)}">{_esc(r.name)}</td><td style="{tl}">{r.kind}</td>'
+            f'<tr><td style="{tl}" title="{_esc(r.source)}">{_esc(r.label)}</td><td style="{tl}">{r.kind}</td>'
             f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
             f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
             f'<td style="{td}">{"" if r.context is None else _int(r.context)}</td>'
             f'<td style="{td}">{format_bytes(r.per_token)}</td>'
             f'<td style="{td}">{format_bytes(r.per_sequence)}{mark}</td>'
-            f'<td style="{td}">{compared}</td></tr>')
+            f'<td style="{td}">{r.compared}</td></tr>')
     footnote = (" * longer than the model's context: it cannot use that many tokens."
                 if beyond else "")
+    enc_dec = [c.name for c in MODEL_CONFIGS.values() if c.encoder_decoder]
+    enc_only = [c.name for c in MODEL_CONFIGS.values() if c.encoder_only]
     parts.append(
         f'<div style="margin-top:8px;font-weight:bold">Real models at the same context length and '
         f'bytes per element</div>'
         f'<table style="border-collapse:collapse"><tr>{header}</tr>{"".join(body)}</table>'
         f'<div style="font-size:11px;color:{_MUTED}">Configurations from the course fact sheet '
-        f'(hover a name for its source). Layers: those that hold a cache (the decoder of an '
-        f'encoder-decoder model). DeepSeek-V2 caches a compressed latent instead of K and V heads; '
-        f'Mistral 7B\'s rolling buffer caps its cache at 4,096 positions.{footnote}</div>')
+        f'(hover a name for its source). Only models that generate token by token keep a KV '
+        f'cache. For the encoder-decoder models ({_esc(_join_and(enc_dec))}) the cache and the '
+        f'layers counted are the decoder\'s; encoder-only models ({_esc(_join_and(enc_only))}) '
+        f'read the whole input at once and keep no cache, so they are not listed. DeepSeek-V2 '
+        f'caches a compressed latent instead of K and V heads; Mistral 7B\'s rolling buffer caps '
+        f'its cache at 4,096 positions.{footnote}</div>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -766,7 +856,7 @@ def _classes():
 
         title = "Shape explorer"
 
-        def __init__(self, d_model=8, h=2, n=4):
+        def __init__(self, d_model=8, h=2, n=3):
             self.d_head_label = _html()
             self.message = _html()
             self.body = _html()
@@ -810,7 +900,7 @@ def _classes():
                      seq_len=4096, bytes_per_element=2):
             self.summary = _html()
             presets = [("(set by hand)", "")] + [
-                (f"{c.name} ({c.kind})", c.name) for c in MODEL_CONFIGS.values() if c.num_kv_heads]
+                (f"{_label(c)} ({c.kind})", c.name) for c in menu_models()]
             self.preset = W.Dropdown(options=presets, value="", description="load model",
                                      style=_SLIDER_STYLE, layout=W.Layout(width="480px"))
             self.kind_buttons = W.ToggleButtons(options=["MHA", "GQA", "MQA"], value=None,
@@ -846,6 +936,8 @@ def _classes():
             if cfg is not None:
                 self.set_values(num_layers=cfg.num_layers, num_heads=cfg.num_heads,
                                 num_kv_heads=cfg.num_kv_heads, d_head=cfg.d_head)
+            else:  # "(set by hand)" chosen: the menu goes back to a model the settings match
+                self.refresh()
 
         def _set_kind(self, change):
             h = self.controls["num_heads"].value
@@ -870,11 +962,10 @@ def _classes():
                 self.kind_buttons.unobserve(self._set_kind, names="value")
                 self.kind_buttons.value = kind
                 self.kind_buttons.observe(self._set_kind, names="value")
-            cfg = MODEL_CONFIGS.get(self.preset.value)
-            if cfg is not None and (cfg.num_layers, cfg.num_heads, cfg.num_kv_heads, cfg.d_head) != (
-                    view.num_layers, view.num_heads, view.num_kv_heads, view.d_head):
+            choice = menu_choice(view.matches, self.preset.value)
+            if self.preset.value != choice:
                 self.preset.unobserve(self._load_preset, names="value")
-                self.preset.value = ""
+                self.preset.value = choice
                 self.preset.observe(self._load_preset, names="value")
 
         def _show_error(self, text):
@@ -919,10 +1010,13 @@ def _classes():
     return {"shape": ShapeExplorer, "kv_cache": KVCacheExplorer, "cost": CostExplorer}
 
 
-def shape_explorer(d_model: int = 8, h: int = 2, n: int = 4):
+def shape_explorer(d_model: int = 8, h: int = 2, n: int = 3):
     """Sliders ``d_model``, ``h`` and ``n``; shows d_head, every shape, the parameter count, the
     FLOPs and per-head heatmaps of a seeded example. Returns the widget (display it by making it
     the last expression of a cell).
+
+    The defaults are the course's example, whose sizes are all different so no shape can be
+    misread: x is (3, 8), each head's Q is (2, 3, 4) and its scores are (2, 3, 3).
 
     ``explorer.controls["h"].value = 3`` moves a slider from code; ``explorer.view`` is the
     :class:`ShapeView` currently shown.

@@ -199,6 +199,7 @@ def test_shape_explorer_in_jupyterlab(lab):
             # is not trusted yet, so JupyterLab picks the HTML over the widget view): never blank.
             static = page.locator(".mha-static-explorer").first
             expect(static).to_contain_text("d_head = 4")
+            expect(static).to_contain_text("(2, 3, 4)")  # defaults n = 3, d_head = 4: distinct sizes
             expect(page.get_by_text("Error displaying widget")).to_have_count(0)
 
             page.locator("#jp-MainMenu").get_by_text("Run", exact=True).click()
@@ -208,7 +209,8 @@ def test_shape_explorer_in_jupyterlab(lab):
             explorer.wait_for(timeout=60_000)
             d_head = explorer.locator(".mha-d-head")
             message = explorer.locator(".mha-message")
-            expect(d_head).to_contain_text("d_head = 4")  # defaults: d_model = 8, h = 2
+            expect(d_head).to_contain_text("d_head = 4")  # defaults: d_model = 8, h = 2, n = 3
+            expect(explorer).to_contain_text("(2, 3, 3)")  # scores (h, n, n)
             expect(message).to_have_count(0)
 
             # h = 3 does not divide d_model = 8: a plain message, no traceback.

@@ -15,6 +15,7 @@ import pytest
 
 from mha_helpers import (
     MODEL_CONFIGS,
+    ModelConfig,
     attention_flops,
     attention_params,
     format_bytes,
@@ -245,6 +246,23 @@ def test_model_configs_are_consistent():
         if name != "PaLM 540B":  # PaLM's heads are 48 x 256 = 12288 wide, d_model 18432
             assert c.num_heads * c.d_head == c.d_model, name
     assert MODEL_CONFIGS["PaLM 540B"].num_heads * MODEL_CONFIGS["PaLM 540B"].d_head == 12288
+
+
+def test_only_models_that_generate_keep_a_kv_cache():
+    encoder_only = {n for n, c in MODEL_CONFIGS.items() if c.encoder_only}
+    assert encoder_only == {"BERT-base", "BERT-large", "ViT-B/16"}
+    assert {n for n, c in MODEL_CONFIGS.items() if c.encoder_decoder} == {
+        "Transformer base", "Transformer big", "T5-base"}
+    bert = MODEL_CONFIGS["BERT-base"]
+    assert not bert.has_kv_cache and MODEL_CONFIGS["T5-base"].has_kv_cache
+    for call in (bert.kv_cache_bytes_per_token, lambda: bert.cache_bytes(512)):
+        with pytest.raises(ValueError, match="BERT-base is encoder-only.*keeps no KV cache"):
+            call()
+    # An encoder-decoder model's cache is its decoder's: 12 of T5-base's 12+12 layers.
+    t5 = MODEL_CONFIGS["T5-base"]
+    assert t5.layers_text == "12+12" and t5.kv_cache_bytes_per_token() == kv_cache_bytes(12, 12, 64, 1)
+    with pytest.raises(ValueError, match="not both"):
+        ModelConfig("x", 8, 1, 2, 2, 4, None, "MHA", "test", encoder_only=True, encoder_decoder=True)
 
 
 # ---------------------------------------------------------------- errors and formatting

@@ -21,10 +21,13 @@ import nbformat
 from mha_helpers import MODEL_CONFIGS, attention_flops, attention_params, format_bytes, kv_cache_bytes
 from mha_helpers import widgets as W
 from mha_helpers.widgets import (
+    compared_text,
     cost_explorer,
     cost_view,
     kv_cache_explorer,
     kv_cache_view,
+    matching_models,
+    menu_choice,
     render_shape_html,
     shape_explorer,
     shape_view,
@@ -49,19 +52,36 @@ def heads_drawn(html: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 def test_shape_view_lists_every_shape_for_the_course_example():
-    v = shape_view(8, 2, 4)
+    v = shape_view(8, 2, 3)
     assert v.ok and v.message == ""
     assert v.d_head == 4 and v.d_head_text == "d_head = 4"
     shapes = {s.step.split(":")[0]: s.shape for s in v.steps}
-    assert shapes["input"] == (4, 8)
-    assert shapes["project"] == (4, 8)
-    assert shapes["split into heads (Q, K, V each)"] == (2, 4, 4)
-    assert shapes["scores per head"] == (2, 4, 4)
-    assert shapes["weights per head"] == (2, 4, 4)
-    assert shapes["outputs per head"] == (2, 4, 4)
-    assert shapes["concatenate the heads"] == (4, 8)
-    assert shapes["output projection"] == (4, 8)
+    assert shapes["input"] == (3, 8)
+    assert shapes["project"] == (3, 8)
+    assert shapes["split into heads (Q, K, V each)"] == (2, 3, 4)
+    assert shapes["scores per head"] == (2, 3, 3)
+    assert shapes["weights per head"] == (2, 3, 3)
+    assert shapes["outputs per head"] == (2, 3, 4)
+    assert shapes["concatenate the heads"] == (3, 8)
+    assert shapes["output projection"] == (3, 8)
     assert [s.symbolic for s in v.steps][-1] == "(n, d_model)"
+
+
+def test_the_explorer_starts_with_distinct_sizes():
+    """n, d_head, h and d_model all differ, so (h, n, d_head) cannot be mistaken for (h, n, n)."""
+    ex = shape_explorer()
+    v = ex.view
+    assert len({v.n, v.d_head, v.h, v.d_model}) == 4
+    by_symbol = {s.symbolic: s.shape for s in v.steps}
+    assert by_symbol["(h, n, d_head)"] != by_symbol["(h, n, n)"]
+
+
+def test_the_input_is_written_x_as_in_the_lessons():
+    v = shape_view(8, 2, 3)
+    assert "project: Q = x W_Q (same for K, V)" in [s.step for s in v.steps]
+    assert v.steps[0].code == "x"
+    for html in (render_shape_html(v), shape_explorer()._repr_mimebundle_()["text/html"]):
+        assert not re.search(r"\bX\b", text(html)), "the input is x (lowercase) in the lessons"
 
 
 @pytest.mark.parametrize("d_model,h,n", [(8, 1, 2), (8, 8, 3), (12, 3, 5), (768, 12, 8), (1024, 32, 8)])
@@ -90,11 +110,11 @@ def test_flops_are_split_into_projections_and_attention():
 
 
 def test_heatmap_example_is_seeded_labelled_and_row_stochastic():
-    a, b = shape_view(8, 2, 4), shape_view(8, 2, 4)
+    a, b = shape_view(8, 2, 3), shape_view(8, 2, 3)
     np.testing.assert_array_equal(a.weights, b.weights)
-    assert a.weights.shape == (2, 4, 4)
+    assert a.weights.shape == (2, 3, 3)
     np.testing.assert_allclose(a.weights.sum(axis=-1), 1.0)
-    assert a.tokens == ("the", "cat", "sat", "on")
+    assert a.tokens == ("the", "cat", "sat")
     assert not np.allclose(a.weights[0], a.weights[1]), "two heads should attend differently"
 
 
@@ -132,10 +152,12 @@ def test_shape_explorer_sliders_and_defaults():
     ex = shape_explorer()
     descriptions = [c.description for c in ex.controls.values()]
     assert descriptions == ["d_model", "h", "n"]
-    assert ex.values() == {"d_model": 8, "h": 2, "n": 4}
+    assert ex.values() == {"d_model": 8, "h": 2, "n": 3}
     assert "d_head = 4" in text(ex.d_head_label.value)
     assert ex.message.value == ""
-    assert "(2, 4, 4)" in text(ex.body.value)
+    body = text(ex.body.value)
+    assert "(3, 8)" in body and "(2, 3, 4)" in body and "(2, 3, 3)" in body
+    assert "(2, 4, 4)" not in body
     assert "288" in text(ex.body.value)  # 4 * 8^2 + 4 * 8 parameters
     assert heads_drawn(ex.heatmaps.value) == ["head 0", "head 1"]
 
@@ -150,7 +172,7 @@ def test_moving_sliders_updates_what_is_shown_and_recovers():
     ex.controls["d_model"].value = 12  # 12 / 3 = 4: valid again
     assert "d_head = 4" in text(ex.d_head_label.value)
     assert ex.message.value == ""
-    assert "(3, 4, 4)" in text(ex.body.value)
+    assert "(3, 3, 4)" in text(ex.body.value)
     assert heads_drawn(ex.heatmaps.value) == ["head 0", "head 1", "head 2"]
 
     ex.controls["n"].value = 6
@@ -198,9 +220,10 @@ def test_static_rendering_for_viewers_without_widgets():
     assert WIDGET_VIEW in bundle  # JupyterLab shows the live widget
     assert bundle["text/html"] == b._repr_mimebundle_()["text/html"]  # deterministic for nbval
     html = bundle["text/html"]
-    assert "d_head = 4" in text(html) and "(2, 4, 4)" in text(html) and "head 1" in text(html)
+    assert "d_head = 4" in text(html) and "(2, 3, 4)" in text(html) and "head 1" in text(html)
+    assert '"the cat sat"' in text(html)
     assert not re.search(r"0x[0-9a-f]+|IPY_MODEL|[0-9a-f]{32}", html)
-    assert bundle["text/plain"] == ("Shape explorer (d_model=8, h=2, n=4). Run this notebook in "
+    assert bundle["text/plain"] == ("Shape explorer (d_model=8, h=2, n=3). Run this notebook in "
                                     "JupyterLab to move the sliders.")
 
 
@@ -229,16 +252,59 @@ def test_kv_cache_kind_and_size_scale_with_kv_heads(g, kind):
     assert v.per_sequence == kv_cache_bytes(80, g, 128, 4096, 2)
 
 
-def test_kv_cache_models_are_the_fact_sheet_models():
+def test_kv_cache_models_are_the_fact_sheet_models_that_generate():
     v = kv_cache_view(seq_len=4096, bytes_per_element=2)
     rows = {r.name: r for r in v.models}
-    assert set(rows) == set(MODEL_CONFIGS)
+    encoder_only = {"BERT-base", "BERT-large", "ViT-B/16"}
+    assert {n for n, c in MODEL_CONFIGS.items() if c.encoder_only} == encoder_only
+    assert set(rows) == set(MODEL_CONFIGS) - encoder_only
+    # Encoder-decoder models are listed by their decoder, which holds the cache.
+    assert rows["T5-base"].label == "T5-base decoder" and rows["T5-base"].num_layers == 12
+    assert rows["Transformer base"].label == "Transformer base decoder"
+    assert rows["GPT-2 small"].label == "GPT-2 small"
     expected = {"Llama 2 70B": ("320 KiB", "1.25 GiB"), "Llama 3 8B": ("128 KiB", "512 MiB"),
                 "Llama 2 7B": ("512 KiB", "2 GiB"), "Falcon-7B": ("8 KiB", "32 MiB"),
                 "Gemma 2B": ("18 KiB", "72 MiB"), "GPT-3 175B": ("4.5 MiB", "18 GiB"),
                 "Mistral 7B": ("128 KiB", "512 MiB")}
     for name, (per_token, per_seq) in expected.items():
         assert (format_bytes(rows[name].per_token), format_bytes(rows[name].per_sequence)) == (per_token, per_seq)
+
+
+def test_encoder_only_models_are_not_in_the_table_and_the_note_says_why():
+    ex = kv_cache_explorer()
+    shown = text(ex.summary.value)
+    table = shown.split("Configurations from")[0]
+    for name in ("BERT-base", "BERT-large", "ViT-B/16"):
+        assert name not in table
+    assert "T5-base decoder" in table and "Transformer big decoder" in table
+    note = shown.split("Configurations from")[1]
+    assert "encoder-only models (BERT-base, BERT-large and ViT-B/16)" in note
+    assert "keep no cache" in note and "the decoder's" in note
+    labels = [label for label, _ in ex.preset.options]
+    assert not any(name in label for label in labels for name in ("BERT", "ViT", "DeepSeek"))
+    assert "T5-base decoder (MHA)" in labels
+
+
+@pytest.mark.parametrize("theirs,yours,expected", [
+    (12, 320, "26.7\u00d7 smaller"), (4608, 320, "14.4\u00d7 larger"), (320, 320, "same"),
+    (8, 320, "40\u00d7 smaller"), (640, 320, "2\u00d7 larger"), (4_718_592, 32, "147,456\u00d7 larger"),
+    (32, 4_718_592, "147,456\u00d7 smaller"), (0.5, 1, "2\u00d7 smaller")])
+def test_compared_with_yours_uses_one_format(theirs, yours, expected):
+    assert compared_text(theirs, yours) == expected
+
+
+def test_compared_column_in_the_table():
+    v = kv_cache_view(80, 64, 8, 128, 4096, 2)  # 320 KiB per token
+    rows = {r.name: r.compared for r in v.models}
+    assert rows["Llama 3 70B"] == "same"
+    assert rows["GPT-3 175B"] == "14.4\u00d7 larger"  # 4.5 MiB / 320 KiB
+    assert rows["Falcon-7B"] == "40\u00d7 smaller"  # 8 KiB
+    assert rows["Transformer base"] == "26.7\u00d7 smaller"  # 12 KiB
+    for r in v.models:
+        assert re.fullmatch(r"same|[\d,.]+\u00d7 (larger|smaller)", r.compared), r
+    html = W.render_kv_cache_html(v)
+    assert "14.4\u00d7 larger" in html and not re.search(r">1/[\d.]+<", html)
+    assert all(r.compared == "" for r in kv_cache_view(80, 64, 6, 128, 4096, 2).models)
 
 
 def test_kv_cache_invalid_combination_gets_a_plain_message():
@@ -283,6 +349,36 @@ def test_kv_cache_static_rendering():
     bundle = kv_cache_explorer()._repr_mimebundle_()
     assert WIDGET_VIEW in bundle
     assert "1.25 GiB" in text(bundle["text/html"]) and "Falcon-7B" in text(bundle["text/html"])
+    assert "These are the layers and heads of Llama 2 70B and Llama 3 70B" in text(bundle["text/html"])
+    assert bundle["text/html"] == kv_cache_explorer()._repr_mimebundle_()["text/html"]  # for nbval
+    assert not re.search(r"0x[0-9a-f]+|IPY_MODEL|[0-9a-f]{32}", bundle["text/html"])
+
+
+def test_matching_models_and_menu_choice_are_pure():
+    assert matching_models(80, 64, 8, 128) == ("Llama 2 70B", "Llama 3 70B")
+    assert matching_models(12, 12, 12, 64) == ("GPT-2 small", "T5-base")  # not BERT-base, ViT
+    assert matching_models(80, 64, 6, 128) == ()
+    assert menu_choice(("Llama 2 70B", "Llama 3 70B"), "") == "Llama 2 70B"
+    assert menu_choice(("Llama 2 70B", "Llama 3 70B"), "Llama 3 70B") == "Llama 3 70B"
+    assert menu_choice(("Llama 2 70B",), "Falcon-7B") == "Llama 2 70B"
+    assert menu_choice((), "Falcon-7B") == ""
+
+
+def test_the_model_menu_names_the_model_the_settings_match():
+    ex = kv_cache_explorer()  # starts at Llama 2 70B's settings
+    assert ex.preset.value == "Llama 2 70B" and ex.preset.label == "Llama 2 70B (GQA)"
+    ex.preset.value = "Llama 3 70B"  # same layers and heads: the choice is kept
+    assert ex.preset.value == "Llama 3 70B"
+    ex.controls["num_kv_heads"].value = 4  # matches no model
+    assert ex.preset.value == "" and ex.preset.label == "(set by hand)"
+    ex.controls["num_kv_heads"].value = 8  # back to Llama 2 70B's settings
+    assert ex.preset.value == "Llama 2 70B"
+    ex.preset.value = ""  # "(set by hand)" while the settings match a model: the menu says which
+    assert ex.preset.value == "Llama 2 70B"
+    ex.set_values(num_layers=32, num_heads=71, num_kv_heads=1, d_head=64)  # moved by hand
+    assert ex.preset.value == "Falcon-7B"
+    assert kv_cache_explorer(32, 32, 8, 128).preset.value == "Llama 3 8B"
+    assert kv_cache_explorer(10, 10, 10, 64).preset.label == "(set by hand)"
 
 
 # ---------------------------------------------------------------------------------------------
