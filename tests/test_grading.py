@@ -616,3 +616,29 @@ def test_self_check_explains_a_missing_tuple_instead_of_failing_to_compare():
     r = evaluate(get_question("q01_masked_attention"), output_only)
     assert r["status"] == "failed"
     assert "should be a tuple of 2 items, got an array of shape" in r["message"]
+
+
+@pytest.mark.parametrize("mode", ["autograde", "validate"])
+def test_under_nbgrader_a_check_that_does_not_pass_raises(monkeypatch, capsys, mode):
+    """nbgrader gives a check cell full points when it does not raise; so under nbgrader (which
+    sets NBGRADER_EXECUTION) a wrong or unanswered answer must raise, a right one must not."""
+    from mha_helpers.grading import check
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", mode)
+    check("q03_d_head", 64)
+    check("q03_explain", None)  # a written answer is graded by hand, never by the check cell
+    for wrong in (768 * 12, None):
+        with pytest.raises(AssertionError, match="q03_d_head"):
+            check("q03_d_head", wrong)
+    with pytest.raises(AssertionError):
+        check("no_such_question", 1)
+    out = capsys.readouterr().out
+    assert "q03_d_head: passed" in out and "not attempted yet" in out
+
+
+def test_in_jupyterlab_a_check_never_raises(monkeypatch):
+    from mha_helpers.grading import check
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    check("q03_d_head", 768 * 12)
+    check("q03_d_head", None)

@@ -8,13 +8,16 @@ answer and prints one short verdict with points:
 * the first failing case, what was expected and what came back, and a hint, targeted when the
   answer matches one of the classic mistakes.
 
-It never raises, so an exercise notebook runs top to bottom even when nothing is answered.
+It never raises in JupyterLab, so an exercise notebook runs top to bottom even when nothing is
+answered. (Under nbgrader it raises for an answer that did not pass; see :func:`check`.)
 ``score_summary(assignment)`` prints the points collected so far in this kernel.
 
 Public cases are not secret: the instructor's grader uses fresh random cases instead.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -108,35 +111,56 @@ def evaluate(q: Question, answer, cases=None) -> dict:
     return result
 
 
+def _under_nbgrader() -> bool:
+    """True while ``nbgrader autograde`` or ``nbgrader validate`` runs this notebook.
+
+    nbgrader sets ``NBGRADER_EXECUTION`` for the kernels it starts, and gives a check cell its
+    points when the cell runs without raising.
+    """
+    return os.environ.get("NBGRADER_EXECUTION") in ("autograde", "validate")
+
+
 def check(grade_id: str, answer) -> None:
-    """Check an answer and print the verdict (never raises)."""
+    """Check an answer and print the verdict.
+
+    In JupyterLab it never raises, so an exercise notebook runs top to bottom whatever state
+    the answers are in. Under nbgrader (``NBGRADER_EXECUTION`` set) it raises ``AssertionError``
+    after printing, unless the answer passed: nbgrader scores a check cell by whether it raises,
+    so without this every wrong or unanswered question would get full marks there.
+    """
+    verdict = _check(grade_id, answer)
+    if verdict not in ("passed", "manual") and _under_nbgrader():
+        raise AssertionError(f"{grade_id}: {verdict}")
+
+
+def _check(grade_id: str, answer) -> str:
+    """Print the verdict; return the status (or "error" when the answer could not be checked)."""
     try:
         q = get_question(grade_id)
         r = evaluate(q, answer)
     except KeyError:
         print(f"{grade_id}: no such question; check the first argument of check()")
-        return
+        return "error"
     except Exception as exc:  # an answer so odd that comparing it failed: say so, do not crash
         print(f"{grade_id}: could not check this answer ({type(exc).__name__}: {exc})")
-        return
+        return "error"
     _SCORES[grade_id] = r["points"]
     pts = f"[{r['points']:g}/{q.points:g} points]"
     if r["status"] == "passed":
         print(f"{grade_id}: passed {pts}")
-        return
-    if r["status"] == "not-attempted":
+    elif r["status"] == "not-attempted":
         print(f"{grade_id}: not attempted yet {pts}")
-        return
-    if r["status"] == "manual":
+    elif r["status"] == "manual":
         print(f"{grade_id}: written answer, graded by your instructor [{q.points:g} points]")
-        return
-    print(f"{grade_id}: not yet {pts}")
-    print(f"  {r['message']}")
-    if r["expected"] is not None:
-        print(f"  expected: {_show(r['expected'])}")
-        print(f"  got:      {_show(r['actual'])}")
-    if r["hint"]:
-        print(f"  hint: {r['hint']}")
+    else:
+        print(f"{grade_id}: not yet {pts}")
+        print(f"  {r['message']}")
+        if r["expected"] is not None:
+            print(f"  expected: {_show(r['expected'])}")
+            print(f"  got:      {_show(r['actual'])}")
+        if r["hint"]:
+            print(f"  hint: {r['hint']}")
+    return r["status"]
 
 
 def score_summary(assignment: str) -> None:
