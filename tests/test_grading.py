@@ -299,8 +299,7 @@ def test_renamed_file_without_metadata_is_identified_by_its_answer_cells(batch):
 
 def test_another_assignment_is_graded_as_that_assignment(tmp_path):
     others = [p for p in sorted((ROOT / "exercises").glob("*.ipynb")) if A03 not in p.name]
-    if not others:
-        pytest.skip("no other exercise notebook in exercises/ yet")
+    assert others, "the course has more than one exercise notebook"
     nb = nbformat.read(others[0], as_version=4)
     write_nb(tmp_path, "carol", nb, "exercise_03.ipynb")  # the wrong notebook, under our name
     [row] = grader.grade_paths([tmp_path], jobs=1, timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT)
@@ -642,3 +641,13 @@ def test_in_jupyterlab_a_check_never_raises(monkeypatch):
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     check("q03_d_head", 768 * 12)
     check("q03_d_head", None)
+
+
+def test_an_answer_that_plots_while_debugging_is_not_flagged(tmp_path):
+    """matplotlib re-creates its (already existing) config folder when a cell plots; that must
+    not count as writing outside the submission's folder."""
+    answer = ("import matplotlib.pyplot as plt\n_ = plt.plot([1, 2, 3])\nplt.title('debug')\n"
+              "plt.show()\n" + CORRECT["q03_concat_project"])
+    write_nb(tmp_path, "dana", make_notebook(with_answer("q03_concat_project", answer)))
+    [row] = grader.grade_paths([tmp_path], jobs=1, timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT)
+    assert (row["status"], row["total"], row["notes"]) == ("ok", FULL, [])

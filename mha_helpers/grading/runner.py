@@ -219,8 +219,14 @@ class Guard:
                         real = self._resolve(a)
                     except Exception:
                         self._refuse(f"{event} {a!r}")
-                    if not self._inside(real, self.writable):
-                        self._refuse(f"{event} {real}")
+                    if self._inside(real, self.writable):
+                        continue
+                    # os.makedirs(existing, exist_ok=True), as matplotlib does for its config
+                    # folder when a cell plots, creates nothing: allow it where reading is allowed.
+                    if (event == "os.mkdir" and os.path.isdir(real) and self._inside(real, self.readable)
+                            and not self._inside(real, self.denied)):
+                        continue
+                    self._refuse(f"{event} {real}")
 
 
 def _resolve_function(dotted: str):
