@@ -420,8 +420,11 @@ def test_processes_signals_network_and_threads_are_refused_or_flagged(batch):
     row = batch["row"]("escapes")
     assert row["status"] == "flagged" and row["total"] == FULL
     notes = " | ".join(row["notes"])
-    for what in ["signal process", "start a process", "network address", "started a thread"]:
+    for what in ["signal process", "start a process", "network address"]:
         assert what in notes
+    # Python 3.12+ has an audit event for new threads (refused: "start a thread"); 3.10 and
+    # 3.11 do not, so there a new thread is only noticed afterwards ("started a thread").
+    assert re.search(r"start(ed)? a thread", notes)
 
 
 def test_classic_mistake_gets_its_targeted_hint(batch):
