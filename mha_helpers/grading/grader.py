@@ -948,9 +948,9 @@ def check_solutions(solutions_dir, timeout: float = 120.0) -> int:
     problems = [p for t in templates.values() for p in t.problems]
     for p in problems:
         print(f"template problem: {p}")
-    rows = grade_paths(sorted(solutions_dir.glob("*.ipynb")), jobs=2, timeout=timeout,
-                       solutions_dir=solutions_dir)
-    for path, row in zip(sorted(solutions_dir.glob("*.ipynb")), rows):
+    paths = sorted(solutions_dir.glob("*.ipynb"))
+    rows = grade_paths(paths, jobs=2, timeout=timeout, solutions_dir=solutions_dir)
+    for path, row in zip(paths, rows):
         ok = row["status"] == "ok" and row["total"] == row["max"] and row["max"] > 0
         if not ok:
             failed += 1
