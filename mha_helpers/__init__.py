@@ -10,7 +10,8 @@ Every lesson imports from here. The package only re-exports the public names of 
 
 Imported from their own modules (so importing the math stays light):
 
-* ``widgets``: shape_explorer, cost_explorer, kv_cache_explorer (ipywidgets)
+* ``widgets``: shape_explorer, cost_explorer, kv_cache_explorer (ipywidgets), thin layers over
+  ``explorers``: the pure functions from slider values to what is shown
 * ``grading``: check, score_summary (learners); release and the grader (instructors)
 * ``backward``, ``training``, ``tasks``: the backward pass, a tiny trainable attention-only model
   and the toy tasks of lesson 06
