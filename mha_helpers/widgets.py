@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 
+from . import explorers
 from .cost import MODEL_CONFIGS
 from .explorers import (
     COST_D_MODEL_MAX, COST_D_MODEL_MIN, COST_D_MODEL_STEP, COST_H_MAX, COST_NS, D_MODEL_MAX,
@@ -41,18 +42,8 @@ __all__ = [
     "cost_explorer",
     "update_timings",
     "default_states",
-    # The pure functions behind them, re-exported for convenience (see mha_helpers.explorers).
-    "shape_view",
-    "kv_cache_view",
-    "cost_view",
-    "cache_models",
-    "matching_models",
-    "menu_choice",
-    "compared_text",
-    "render_shape_html",
-    "render_kv_cache_html",
-    "render_cost_html",
-    "TOKENS",
+    # The pure functions behind them, re-exported for convenience.
+    *explorers.__all__,
 ]
 
 # ---------------------------------------------------------------------------------------------
