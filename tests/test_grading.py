@@ -151,7 +151,7 @@ def build_batch(folder: Path) -> dict:
             "def concat_project(h, w):\n    return merge_heads(np.asarray(h)) @ w\n")),
         "calls_bank": make_notebook(with_answer(
             "q03_concat_project",
-            "from mha_helpers.grading import bank_03 as b\n"
+            "from mha_course_banks import bank_03 as b\n"
             "concat_project = getattr(b, '_concat_project' + '_reference')\n")),
         "hides_reference": make_notebook(with_answer(
             "q03_concat_project",

@@ -244,7 +244,7 @@ def test_bank_06_references_pass_and_every_mistake_gets_its_own_hint():
 
 
 def test_seed_7_roles_match_the_exercise_bank():
-    from mha_helpers.grading.bank_06 import ROLES_SEED_7
+    from mha_course_banks.bank_06 import ROLES_SEED_7
 
     make_batch = vote_table_task()
     tokens, _ = make_batch(np.random.default_rng(1000), 1000)

@@ -82,15 +82,26 @@ def register(question: Question) -> Question:
 _loaded = False
 
 
-def load_banks() -> dict[str, Question]:
-    """Import every ``bank_*`` module of this package once; return the registry."""
+def load_banks(banks_dir=None) -> dict[str, Question]:
+    """Import every ``bank_*`` module of the course's ``solutions/banks/`` once; return the
+    registry. (Interim: the course folder is the one this package sits in.)"""
     global _loaded
     if not _loaded:
-        from . import __path__ as pkg_path
+        import importlib.util
+        import sys
+        from pathlib import Path
 
-        for info in sorted(pkgutil.iter_modules(pkg_path), key=lambda i: i.name):
+        folder = Path(banks_dir) if banks_dir else Path(__file__).resolve().parents[2] / "solutions" / "banks"
+        name = "mha_course_banks"
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(
+                name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda i: i.name):
             if info.name.startswith("bank_"):
-                importlib.import_module(f"{__package__}.{info.name}")
+                importlib.import_module(f"{name}.{info.name}")
         _loaded = True
     return REGISTRY
 

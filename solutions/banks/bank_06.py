@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention import causal_mask, scaled_dot_product_attention
-from ..backward import attention_backward
-from ..tasks import role_scores
-from .questions import Mistake, Question, register
+from mha_helpers.attention import causal_mask, scaled_dot_product_attention
+from mha_helpers.backward import attention_backward
+from mha_helpers.tasks import role_scores
+from mha_helpers.grading.questions import Mistake, Question, register
 
 ASSIGNMENT = "06_what_heads_learn"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .questions import Mistake, Question, register
+from mha_helpers.grading.questions import Mistake, Question, register
 
 ASSIGNMENT = "03_concatenate_and_project"
 
