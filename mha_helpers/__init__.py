@@ -7,6 +7,8 @@ Every lesson imports from here. The package only re-exports the public names of 
 * ``shapes``: check_shape, head_width
 * ``plots``: plot_attention, plot_heads
 * ``cost``: attention_params, attention_flops, kv_cache_bytes, format_bytes, MODEL_CONFIGS
+* ``pytorch``: pytorch_state_dict, from_pytorch_state_dict, to_pytorch_attn_mask,
+  to_pytorch_key_padding_mask (the same layer in ``torch.nn.MultiheadAttention``; NumPy only)
 
 Imported from their own modules (so importing the math stays light):
 
@@ -22,6 +24,8 @@ from .attention import causal_mask, scaled_dot_product_attention, softmax
 from .cost import MODEL_CONFIGS, ModelConfig, attention_flops, attention_params, format_bytes, kv_cache_bytes
 from .heads import grouped_query_attention, merge_heads, multi_head_attention, split_heads
 from .plots import plot_attention, plot_heads
+from .pytorch import (from_pytorch_state_dict, pytorch_state_dict, to_pytorch_attn_mask,
+                      to_pytorch_key_padding_mask)
 from .shapes import check_shape, head_width, kv_group_size
 
 __version__ = "0.1.0"
@@ -45,4 +49,8 @@ __all__ = [
     "format_bytes",
     "ModelConfig",
     "MODEL_CONFIGS",
+    "pytorch_state_dict",
+    "from_pytorch_state_dict",
+    "to_pytorch_attn_mask",
+    "to_pytorch_key_padding_mask",
 ]
