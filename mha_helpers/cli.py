@@ -30,21 +30,42 @@ def _cmd_execute(args) -> int:
 
 
 def _cmd_release(args) -> int:
-    from .grading.release import release
+    from .grading.course import CourseNotFound, find_course
+    from .grading.release import ReleaseError, release, student_copy
 
-    changed = release(args.solutions, args.exercises, check=args.check)
+    try:
+        course = find_course(args.course)
+    except CourseNotFound as exc:
+        print(f"mha-course release: {exc}", file=sys.stderr)
+        return 2
+    if args.student_copy:
+        try:
+            written = student_copy(course, args.student_copy)
+        except ReleaseError as exc:
+            print(f"mha-course release: {exc}", file=sys.stderr)
+            return 2
+        print(f"wrote the student copy to {args.student_copy}: "
+              + ", ".join(p.name for p in written))
+        return 0
+    solutions = sorted(course.solutions.glob("*.ipynb"))
+    if not solutions:
+        print(f"mha-course release: no solution notebooks in {course.solutions}", file=sys.stderr)
+        return 2
+    changed = release(course, check=args.check)
     if args.check:
         if changed:
             print("out of date (run `mha-course release`):")
             for p in changed:
                 print(f"  {p}")
             return 1
-        print("exercises/ is up to date with solutions/")
+        print(f"exercises/ and the self-check data are up to date with the {len(solutions)} "
+              f"solution notebooks in {course.solutions}")
         return 0
     for p in changed:
         print(f"wrote {p}")
     if not changed:
-        print("exercises/ was already up to date")
+        print(f"exercises/ and the self-check data were already up to date ({len(solutions)} "
+              "solution notebooks)")
     return 0
 
 
@@ -72,8 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("release", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only check that exercises/ is current")
-    p.add_argument("--solutions", type=Path, default=COURSE_ROOT / "solutions")
-    p.add_argument("--exercises", type=Path, default=COURSE_ROOT / "exercises")
+    p.add_argument("--student-copy", type=Path, metavar="DIR",
+                   help="write the folder students get (no solutions) into DIR (new or empty)")
+    p.add_argument("--course", type=Path, help="the course folder (default: the one around "
+                                               "the current directory)")
     p.set_defaults(func=_cmd_release)
 
     p = sub.add_parser("check-solutions", help="grade the solutions; all must score full marks")

@@ -1,35 +1,73 @@
 """The learner's self-check: ``check(grade_id, answer)`` after each exercise.
 
-It runs the question's public cases (a fixed seed, the same every time) against the learner's
-answer and prints one short verdict with points:
+It works from the self-check data that ``mha-course release`` generates into
+``mha_helpers/grading/data/`` (public cases, the expected outputs on them, each classic
+mistake's outputs, and salted hashes of value answers), never from reference code: a student's
+copy of the course holds no solutions. It prints one short verdict with points:
 
 * passed;
 * not attempted yet (the stub still raises ``NotImplementedError``, or the answer is ``None``);
 * the first failing case, what was expected and what came back, and a hint, targeted when the
   answer matches one of the classic mistakes.
 
+The rules are those of :mod:`.judge`, which the instructor's grader uses too, so the self-check
+and the grader agree on every answer they both see. The grader also uses fresh hidden cases.
+
 It never raises in JupyterLab, so an exercise notebook runs top to bottom even when nothing is
 answered. (Under nbgrader it raises for an answer that did not pass; see :func:`check`.)
 ``score_summary(assignment)`` prints the points collected so far in this kernel.
-
-Public cases are not secret: the instructor's grader uses fresh random cases instead.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import warnings
+from pathlib import Path
 
 import numpy as np
 
-from .compare import difference
-from .questions import Question, get_question, questions_for
+from . import codec
+from .judge import (NO_OUTPUT, function_verdict, not_attempted, not_callable, question_meta,
+                    value_hashes, value_info, value_verdict)
+from .watch import copy_args, run_cases
 
-__all__ = ["check", "score_summary", "evaluate"]
+__all__ = ["check", "score_summary", "evaluate", "self_check", "DATA_DIR"]
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
 
 # Points earned in this kernel, by grade_id (the latest check of each question counts).
 _SCORES: dict[str, float] = {}
+_DATA: dict | None = None
 
 _MAX_SHOWN = 240
+
+
+class NoData(Exception):
+    """The self-check data is not here (inside the grading sandbox it is hidden on purpose)."""
+
+
+def _load_data() -> dict:
+    """grade_id -> question data, from every assignment's data file (read once)."""
+    global _DATA
+    if _DATA is None:
+        found = {}
+        if not DATA_DIR.is_dir():
+            raise NoData(str(DATA_DIR))
+        for path in sorted(DATA_DIR.glob("*.json")):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            for q in data.get("questions", []):
+                found[q["grade_id"]] = q
+        _DATA = found
+    return _DATA
+
+
+def assignment_data(assignment: str) -> dict:
+    """The whole data file of one assignment (template and questions)."""
+    path = DATA_DIR / f"{assignment}.json"
+    if not path.is_file():
+        raise NoData(str(path))
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _show(x) -> str:
@@ -44,71 +82,76 @@ def _show(x) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
-def _call(fn, args):
-    """Call fn on copies of the arguments, so an answer that modifies its inputs in place
-    cannot change the case the next comparison uses."""
-    return fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+def _decode_mistakes(rows):
+    out = []
+    for row in rows:
+        out.append([NO_OUTPUT if isinstance(v, codec.Unsupported) else v
+                    for v in codec.decode(row)])
+    return out
 
 
-def _matching_mistake(q: Question, args, actual):
-    for m in q.mistakes:
-        try:
-            wrong = _call(m.answer, args) if callable(m.answer) else m.answer
-        except Exception:
-            continue
-        if difference(wrong, actual, q.rtol, q.atol) is None:
-            return m
-    return None
-
-
-def evaluate(q: Question, answer, cases=None) -> dict:
-    """Judge ``answer`` for question ``q``; return a dict with status, points and messages.
-
-    ``status`` is one of ``passed``, ``failed``, ``not-attempted``, ``error``, ``manual``.
-    ``cases`` defaults to the public cases; the grader passes fresh ones.
-    """
-    result = {"grade_id": q.grade_id, "points": 0.0, "max_points": q.points, "status": "failed",
-              "message": "", "hint": "", "case": None, "expected": None, "actual": None}
-    if q.kind == "manual":
-        result.update(status="manual", message="graded by your instructor")
-        return result
+def _judge(meta: dict, answer, cases, expected, mistakes, value=None) -> dict:
+    """Judge an answer in this process (cases, expected outputs and mistakes' outputs given)."""
+    if meta["kind"] == "manual":
+        return {"grade_id": meta["grade_id"], "status": "manual", "points": 0.0,
+                "max_points": float(meta["points"]), "message": "graded by your instructor",
+                "hint": "", "case": None, "expected": None, "actual": None}
+    if meta["kind"] == "value":
+        return value_verdict(meta, value[0], value[1], answer)
     if answer is None or answer is Ellipsis:
-        result.update(status="not-attempted", message="not attempted yet")
-        return result
-    if q.kind == "value":
-        diff = difference(q.expected, answer, q.rtol, q.atol, "your answer")
-        if diff is None:
-            result.update(status="passed", points=q.points)
-            return result
-        m = _matching_mistake(q, (), answer)
-        result.update(message=diff, hint=m.hint if m else q.hint, actual=answer)
-        return result
+        return not_attempted(meta)
     if not callable(answer):
-        result.update(status="error", message=f"expected a function, got {type(answer).__name__}",
-                      hint="pass the function itself, without calling it: check(id, my_function)")
-        return result
-    if cases is None:
-        cases = q.cases(np.random.default_rng(q.public_seed))
-    for i, args in enumerate(cases):
-        try:
-            actual = _call(answer, args)
-        except NotImplementedError:
-            result.update(status="not-attempted", message="not attempted yet")
-            return result
-        except Exception as exc:  # the learner's code failed: report it, do not crash
-            result.update(status="error", case=i,
-                          message=f"case {i + 1} raised {type(exc).__name__}: {exc}",
-                          hint=q.hint)
-            return result
-        expected = _call(q.reference, args)
-        diff = difference(expected, actual, q.rtol, q.atol)
-        if diff is not None:
-            m = _matching_mistake(q, args, actual)
-            result.update(case=i, message=f"case {i + 1}: {diff}", hint=m.hint if m else q.hint,
-                          expected=expected, actual=actual)
-            return result
-    result.update(status="passed", points=q.points)
-    return result
+        return not_callable(meta, type(answer).__name__)
+    results, helpers = run_cases(answer, cases, meta["forbidden"])
+    return function_verdict(meta, results, expected, mistakes, len(cases), helpers)
+
+
+def self_check(grade_id: str, answer) -> dict:
+    """The verdict on an answer from the release's self-check data (what :func:`check` prints)."""
+    q = _load_data()[grade_id]
+    meta = {k: q[k] for k in ("grade_id", "assignment", "kind", "points", "hint", "rtol", "atol",
+                              "forbidden", "mistakes")}
+    pub = q.get("public") or {}
+    if q["kind"] == "function":
+        cases = [tuple(codec.decode(c)) for c in pub["cases"]]
+        expected = [codec.decode(e) for e in pub["expected"]]
+        return _judge(meta, answer, cases, expected, _decode_mistakes(pub["mistakes"]))
+    if q["kind"] == "value":
+        return _judge(meta, answer, None, None, None, value=(pub["info"], pub["mistakes"]))
+    return _judge(meta, answer, None, None, None)
+
+
+def evaluate(q, answer, cases=None) -> dict:
+    """Judge ``answer`` for the bank question ``q`` in this process, with the same rules as the
+    self-check and the grader, computing the expected outputs from the reference. ``cases``
+    default to the public ones. For tests and instructors (it needs the question banks).
+
+    Returns a dict with ``status`` (``passed``, ``failed``, ``not-attempted``, ``error``,
+    ``manual``), ``points``, ``message`` and ``hint``.
+    """
+    meta = question_meta(q)
+    if q.kind == "function":
+        if cases is None:
+            cases = q.cases(np.random.default_rng(q.public_seed))
+        expected = [q.reference(*copy_args(c)) for c in cases]
+        mistakes = [[_mistake_output(m, c) for m in q.mistakes] for c in cases]
+        return _judge(meta, answer, cases, expected, mistakes)
+    if q.kind == "value":
+        info = value_info(q.grade_id, q.expected)
+        hashes = [value_hashes(q.grade_id, m.answer) for m in q.mistakes]
+        return _judge(meta, answer, None, None, None, value=(info, hashes))
+    return _judge(meta, answer, None, None, None)
+
+
+def _mistake_output(m, args):
+    if not callable(m.answer):
+        return m.answer
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return m.answer(*copy_args(args))
+    except Exception:
+        return NO_OUTPUT
 
 
 def _under_nbgrader() -> bool:
@@ -136,8 +179,11 @@ def check(grade_id: str, answer) -> None:
 def _check(grade_id: str, answer) -> str:
     """Print the verdict; return the status (or "error" when the answer could not be checked)."""
     try:
-        q = get_question(grade_id)
-        r = evaluate(q, answer)
+        r = self_check(grade_id, answer)
+    except NoData:
+        print(f"{grade_id}: the self-check data is not available here (while grading, the "
+              "grader checks answers itself; elsewhere, reinstall the course package)")
+        return "error"
     except KeyError:
         print(f"{grade_id}: no such question; check the first argument of check()")
         return "error"
@@ -145,17 +191,18 @@ def _check(grade_id: str, answer) -> str:
         print(f"{grade_id}: could not check this answer ({type(exc).__name__}: {exc})")
         return "error"
     _SCORES[grade_id] = r["points"]
-    pts = f"[{r['points']:g}/{q.points:g} points]"
+    q_points = r["max_points"]
+    pts = f"[{r['points']:g}/{q_points:g} points]"
     if r["status"] == "passed":
         print(f"{grade_id}: passed {pts}")
     elif r["status"] == "not-attempted":
         print(f"{grade_id}: not attempted yet {pts}")
     elif r["status"] == "manual":
-        print(f"{grade_id}: written answer, graded by your instructor [{q.points:g} points]")
+        print(f"{grade_id}: written answer, graded by your instructor [{q_points:g} points]")
     else:
         print(f"{grade_id}: not yet {pts}")
         print(f"  {r['message']}")
-        if r["expected"] is not None:
+        if r.get("expected") is not None:
             print(f"  expected: {_show(r['expected'])}")
             print(f"  got:      {_show(r['actual'])}")
         if r["hint"]:
@@ -165,17 +212,22 @@ def _check(grade_id: str, answer) -> str:
 
 def score_summary(assignment: str) -> None:
     """Print this kernel's score for one assignment, question by question."""
-    qs = questions_for(assignment)
-    auto = [q for q in qs if q.kind != "manual"]
-    earned = sum(_SCORES.get(q.grade_id, 0.0) for q in auto)
-    total = sum(q.points for q in auto)
-    width = max((len(q.grade_id) for q in qs), default=8)
+    try:
+        qs = [q for q in _load_data().values() if q["assignment"] == assignment]
+    except NoData:
+        print(f"Score for {assignment}: the self-check data is not available here")
+        return
+    auto = [q for q in qs if q["kind"] != "manual"]
+    earned = sum(_SCORES.get(q["grade_id"], 0.0) for q in auto)
+    total = sum(q["points"] for q in auto)
+    width = max((len(q["grade_id"]) for q in qs), default=8)
     print(f"Score so far for {assignment}: {earned:g} / {total:g} points (self-checked)")
     for q in qs:
-        if q.kind == "manual":
-            state = f"written answer, graded by your instructor ({q.points:g} points)"
-        elif q.grade_id not in _SCORES:
+        gid = q["grade_id"]
+        if q["kind"] == "manual":
+            state = f"written answer, graded by your instructor ({q['points']:g} points)"
+        elif gid not in _SCORES:
             state = "not checked yet"
         else:
-            state = f"{_SCORES[q.grade_id]:g} / {q.points:g}"
-        print(f"  {q.grade_id:<{width}}  {state}")
+            state = f"{_SCORES[gid]:g} / {q['points']:g}"
+        print(f"  {gid:<{width}}  {state}")

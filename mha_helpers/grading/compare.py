@@ -1,54 +1,120 @@
 """Compare an answer with the expected one and say, in words, how they differ.
 
-Used both by the learner's self-check (in the notebook) and by the instructor's grader (in the
-grading process, outside the student's Python), so the verdict is the same in both places.
+Used by the learner's self-check (in the notebook) and by the instructor's grader (in its own
+process, outside the sandbox), so the verdict is the same in both places.
+
+A difference is a :class:`Difference`: a string a learner can read, plus ``kind`` and
+``generic``, a wording with no numbers from the case (what the grader shows for its hidden
+cases, so feedback never reveals them).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["difference", "matches"]
+__all__ = ["difference", "matches", "Difference"]
+
+
+class Difference(str):
+    """The text of a difference, with ``kind`` and a case-free ``generic`` wording."""
+
+    kind: str
+    generic: str
+
+    def __new__(cls, text: str, kind: str, generic: str | None = None):
+        obj = super().__new__(cls, text)
+        obj.kind = kind
+        obj.generic = generic if generic is not None else text
+        return obj
+
+
+def _describe(x) -> str:
+    if isinstance(x, np.ndarray):
+        return f"an array of shape {x.shape}"
+    if isinstance(x, str):
+        return "text"
+    return f"a {type(x).__name__}"
+
+
+def _is_number_like(x) -> bool:
+    return isinstance(x, (int, float, np.number, np.ndarray, list, tuple)) and not isinstance(x, bool)
 
 
 def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result"):
-    """Return ``None`` when ``actual`` matches ``expected``, else a short description.
+    """Return ``None`` when ``actual`` matches ``expected``, else a :class:`Difference`.
 
-    Tuples are compared element by element (for functions that return ``(output, weights)``);
-    strings are compared case-insensitively after stripping; anything numeric is compared as an
-    array: same shape, then ``allclose`` with NaN never equal to anything.
+    Tuples are compared item by item (for functions that return ``(output, weights)``);
+    strings case-insensitively after stripping; anything numeric as an array: same shape, then
+    ``allclose``, with NaN equal to nothing. Text never passes for a number, and ``None`` never
+    passes for anything but ``None``.
+
+    >>> print(difference([1.0, 2.0], [2.0, 1.0]))
+    result has the right shape (2,) but wrong values (largest difference 1)
+    >>> difference(3, "3").kind
+    'type'
+    >>> print(difference(np.zeros((2, 3)), np.zeros((3, 2))))
+    result is transposed: shape (3, 2), expected (2, 3)
     """
     if isinstance(expected, str):
         if not isinstance(actual, str):
-            return f"{path} should be text, got {type(actual).__name__}"
-        return None if actual.strip().lower() == expected.strip().lower() else f"{path} is {actual!r}"
+            return Difference(f"{path} should be text, got {_describe(actual)}", "type")
+        if actual.strip().lower() == expected.strip().lower():
+            return None
+        return Difference(f"{path} is {actual[:80]!r}", "text")
+    if actual is None and expected is not None:
+        return Difference(f"{path} is None", "none")
     if isinstance(expected, tuple):
         if not isinstance(actual, (tuple, list)):
-            got = (f"an array of shape {actual.shape}" if isinstance(actual, np.ndarray)
-                   else f"a {type(actual).__name__}")
-            return f"{path} should be a tuple of {len(expected)} items, got {got}"
+            return Difference(f"{path} should be a tuple of {len(expected)} items, got "
+                              f"{_describe(actual)}", "type")
         if len(actual) != len(expected):
-            return f"{path} should be a tuple of {len(expected)} items, got {len(actual)}"
+            return Difference(f"{path} should be a tuple of {len(expected)} items, got "
+                              f"{len(actual)}", "tuple-len")
         for i, (e, a) in enumerate(zip(expected, actual)):
             d = difference(e, a, rtol, atol, f"{path}[{i}]")
             if d:
                 return d
         return None
-    if isinstance(expected, bool) or expected is None:
-        return None if actual is expected or actual == expected else f"{path} is {actual!r}"
+    if isinstance(expected, (bool, np.bool_)) or expected is None:
+        ok = actual is expected or (isinstance(actual, (bool, np.bool_, int)) and actual == expected)
+        return None if ok else Difference(f"{path} is {str(actual)[:80]}", "value",
+                                          f"{path} is not the expected value")
+    if isinstance(actual, (str, bytes)):
+        return Difference(f"{path} should be a number, got text {str(actual)[:40]!r}", "type")
+    if isinstance(actual, dict) or callable(actual):
+        return Difference(f"{path} should be a number or an array, got {_describe(actual)}", "type")
     try:
         a = np.asarray(actual, dtype=float)
-    except (TypeError, ValueError):
-        return f"{path} is not numeric (got {type(actual).__name__})"
+    except (TypeError, ValueError, OverflowError):
+        return Difference(f"{path} is not numeric (got {_describe(actual)})", "type")
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
-        return f"{path} has shape {a.shape}, expected shape {e.shape}"
-    if not np.all(np.isfinite(a)):
-        return f"{path} contains NaN or infinity"
-    if not np.allclose(a, e, rtol=rtol, atol=atol):
-        err = float(np.max(np.abs(a - e))) if a.size else 0.0
-        return f"{path} has the right shape {a.shape} but wrong values (largest difference {err:.3g})"
+        if a.ndim == 2 and a.T.shape == e.shape and _close(a.T, e, rtol, atol):
+            return Difference(f"{path} is transposed: shape {a.shape}, expected {e.shape}",
+                              "transposed", f"{path} is transposed")
+        if a.size == e.size and _close(a.reshape(e.shape), e, rtol, atol):
+            return Difference(f"{path} has the right numbers but shape {a.shape}, expected shape "
+                              f"{e.shape}", "reshaped", f"{path} has the right numbers in the wrong shape")
+        return Difference(f"{path} has shape {a.shape}, expected shape {e.shape}", "shape",
+                          f"{path} has the wrong shape")
+    if not np.all(np.isfinite(a)) and not np.array_equal(np.isfinite(a), np.isfinite(e)):
+        return Difference(f"{path} contains NaN or infinity", "nonfinite")
+    if not _close(a, e, rtol, atol):
+        finite = np.isfinite(a) & np.isfinite(e)
+        err = float(np.max(np.abs(a - e)[finite])) if finite.any() else float("nan")
+        return Difference(f"{path} has the right shape {a.shape} but wrong values (largest "
+                          f"difference {err:.3g})", "values",
+                          f"{path} has the right shape but wrong values")
     return None
+
+
+def _close(a, e, rtol, atol) -> bool:
+    """allclose where infinities must match exactly and NaN matches nothing."""
+    same_inf = np.isinf(e) & (a == e)
+    finite = np.isfinite(a) & np.isfinite(e)
+    if not np.all(same_inf | finite):
+        return False
+    return bool(np.allclose(a[finite], e[finite], rtol=rtol, atol=atol))
 
 
 def matches(expected, actual, rtol=1e-6, atol=1e-8) -> bool:

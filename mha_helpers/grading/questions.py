@@ -15,14 +15,12 @@ its answer cell). It knows how many points it is worth and how to judge an answe
 a wrong value) and the hint to show when the learner's answer matches it. That is how the
 feedback says "you split heads with a bare reshape" instead of only "wrong".
 
-Banks of questions live in modules named ``bank_<lesson>.py`` next to this one and are
-imported by :func:`load_banks`.
+Banks of questions live in the course's ``solutions/banks/bank_<lesson>.py`` (instructor-only:
+they hold the reference answers) and are imported by :func:`load_banks`.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -55,8 +53,9 @@ class Question:
     rtol: float = 1e-6
     atol: float = 1e-8
     public_seed: int = 0
-    # Names of course functions (e.g. "mha_helpers.split_heads") an answer must not call:
-    # the grader flags answers that hand the work to the reference implementation.
+    # Dotted names of course helpers (e.g. "mha_helpers.heads.split_heads") that do the very
+    # thing the question asks: an answer that calls one scores 0 with a message that says so,
+    # in the self-check and in the grader alike.
     forbidden: tuple = ()
     extra: dict = field(default_factory=dict)
 
@@ -79,35 +78,18 @@ def register(question: Question) -> Question:
     return question
 
 
-_loaded = False
+def load_banks(course=None) -> dict[str, Question]:
+    """Import the banks of a course (default: the course folder around the current directory)
+    and return the registry. See :mod:`mha_helpers.grading.course`."""
+    from .course import load_banks as _load
 
-
-def load_banks(banks_dir=None) -> dict[str, Question]:
-    """Import every ``bank_*`` module of the course's ``solutions/banks/`` once; return the
-    registry. (Interim: the course folder is the one this package sits in.)"""
-    global _loaded
-    if not _loaded:
-        import importlib.util
-        import sys
-        from pathlib import Path
-
-        folder = Path(banks_dir) if banks_dir else Path(__file__).resolve().parents[2] / "solutions" / "banks"
-        name = "mha_course_banks"
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(
-                name, folder / "__init__.py", submodule_search_locations=[str(folder)])
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda i: i.name):
-            if info.name.startswith("bank_"):
-                importlib.import_module(f"{name}.{info.name}")
-        _loaded = True
-    return REGISTRY
+    return _load(course)
 
 
 def get_question(grade_id: str) -> Question:
-    load_banks()
+    """The question with this grade_id, from the loaded (or the current) course's banks."""
+    if not REGISTRY:
+        load_banks()
     try:
         return REGISTRY[grade_id]
     except KeyError:
@@ -117,5 +99,6 @@ def get_question(grade_id: str) -> Question:
 
 def questions_for(assignment: str) -> list[Question]:
     """The questions of one assignment, in registration order."""
-    load_banks()
+    if not REGISTRY:
+        load_banks()
     return [q for q in REGISTRY.values() if q.assignment == assignment]

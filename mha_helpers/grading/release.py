@@ -21,12 +21,18 @@ from __future__ import annotations
 
 import ast
 import copy
+import json
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
-__all__ = ["release_notebook", "release", "validate_nbgrader_metadata", "ReleaseError"]
+from . import codec
+
+__all__ = ["release_notebook", "release", "validate_nbgrader_metadata", "ReleaseError",
+           "selfcheck_data", "student_copy"]
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -39,12 +45,19 @@ class ReleaseError(ValueError):
     """A solution notebook that cannot be released as it stands."""
 
 
-def validate_nbgrader_metadata(nb, where="notebook") -> list[str]:
-    """Return the problems with a notebook's nbgrader metadata (empty when it is valid)."""
+def validate_nbgrader_metadata(nb, where="notebook", require_ids=False) -> list[str]:
+    """Return the problems with a notebook's nbgrader metadata (empty when it is valid).
+
+    With ``require_ids`` (solution notebooks), every code cell must carry nbgrader metadata
+    with a grade_id: that is how the grader tells the course's cells from cells a learner added.
+    """
     problems, seen = [], set()
     for i, cell in enumerate(nb.cells):
         md = cell.get("metadata", {}).get("nbgrader")
         if md is None:
+            if require_ids and cell.cell_type == "code":
+                problems.append(f"{where}, cell {i}: a code cell without nbgrader metadata "
+                                "(give it a locked cell's metadata and a unique grade_id)")
             continue
         here = f"{where}, cell {i}"
         extra = set(md) - _NBGRADER_KEYS
@@ -135,31 +148,143 @@ def release_notebook(solution) -> nbformat.NotebookNode:
     return nb
 
 
-def release(solutions_dir, exercises_dir, check: bool = False) -> list[Path]:
-    """Regenerate every exercise notebook; return the paths that changed (or would change).
+def _write_if_changed(path: Path, text: str, check: bool, changed: list):
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        changed.append(path)
+        if not check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
 
-    With ``check=True`` nothing is written: the returned list is what is out of date,
-    including exercise notebooks that no longer have a solution.
+
+def selfcheck_data(released, questions) -> dict:
+    """The self-check data of one assignment: its template (for ``mha-course validate``) and,
+    per question, what the learner's check may know. Function questions: the public cases, the
+    expected outputs on them and each classic mistake's outputs. Value questions: salted
+    hashes of the expected value and of each mistake (never the value). No reference code."""
+    from .check import _mistake_output
+    from .judge import question_meta, value_hashes, value_info
+    from .program import template_from_notebook
+    from .watch import copy_args
+
+    out = []
+    for q in questions:
+        entry = question_meta(q)
+        if q.kind == "function":
+            cases = q.cases(np.random.default_rng(q.public_seed))
+            entry["public"] = {
+                "cases": [codec.encode(tuple(c)) for c in cases],
+                "expected": [codec.encode(q.reference(*copy_args(c))) for c in cases],
+                "mistakes": [codec.encode([_no_output_marker(_mistake_output(m, c))
+                                           for m in q.mistakes]) for c in cases],
+            }
+        elif q.kind == "value":
+            entry["public"] = {"info": value_info(q.grade_id, q.expected),
+                               "mistakes": [value_hashes(q.grade_id, m.answer) for m in q.mistakes]}
+        out.append(entry)
+    return {"format": 1, "assignment": released.metadata.get("mha_course", {}).get("assignment"),
+            "template": template_from_notebook(released), "questions": out}
+
+
+def _no_output_marker(value):
+    from .judge import NO_OUTPUT
+
+    return codec.Unsupported("no output") if value is NO_OUTPUT else value
+
+
+def release(course=None, check: bool = False) -> list[Path]:
+    """Regenerate every exercise notebook and the self-check data; return the paths that
+    changed (or would change, with ``check=True``, which writes nothing), including exercise
+    notebooks and data files that no longer have a solution.
     """
-    solutions_dir, exercises_dir = Path(solutions_dir), Path(exercises_dir)
-    changed = []
-    expected = set()
-    for src in sorted(solutions_dir.glob("*.ipynb")):
+    from .course import find_course, load_banks
+    from .questions import questions_for
+
+    course = course if course is not None else find_course()
+    load_banks(course)
+    changed: list[Path] = []
+    expected_nb, expected_data = set(), set()
+    for src in sorted(course.solutions.glob("*.ipynb")):
         nb = nbformat.read(src, as_version=4)
-        problems = validate_nbgrader_metadata(nb, src.name)
+        problems = validate_nbgrader_metadata(nb, src.name, require_ids=True)
         if problems:
             raise ReleaseError("\n".join(problems))
-        text = nbformat.writes(release_notebook(nb)) + "\n"
-        dst = exercises_dir / src.name
-        expected.add(dst.name)
-        if not dst.exists() or dst.read_text(encoding="utf-8") != text:
-            changed.append(dst)
-            if not check:
-                exercises_dir.mkdir(parents=True, exist_ok=True)
-                dst.write_text(text, encoding="utf-8")
-    for stale in sorted(exercises_dir.glob("*.ipynb")):
-        if stale.name not in expected:
-            changed.append(stale)
-            if not check:
-                stale.unlink()
+        released = release_notebook(nb)
+        dst = course.exercises / src.name
+        expected_nb.add(dst.name)
+        _write_if_changed(dst, nbformat.writes(released) + "\n", check, changed)
+        assignment = nb.metadata.get("mha_course", {}).get("assignment") or src.stem
+        data = selfcheck_data(released, questions_for(assignment))
+        data_path = course.data / f"{assignment}.json"
+        expected_data.add(data_path.name)
+        _write_if_changed(data_path, json.dumps(data, indent=1, allow_nan=False) + "\n", check, changed)
+    for folder, keep, pattern in ((course.exercises, expected_nb, "*.ipynb"),
+                                  (course.data, expected_data, "*.json")):
+        for stale in sorted(folder.glob(pattern)):
+            if stale.name not in keep:
+                changed.append(stale)
+                if not check:
+                    stale.unlink()
     return changed
+
+
+# --- the students' copy --------------------------------------------------------------------
+
+STUDENT_COPY_ITEMS = ("notebooks", "exercises", "mha_helpers", "pyproject.toml", "environment.yml",
+                      "LICENSE", "LICENSE-content.md", "CITATION.cff", "binder", "docs/learner_guide.md",
+                      "docs/images")
+_SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
+
+
+def student_copy(course, dest) -> list[Path]:
+    """Write the folder students get into ``dest`` (new or empty, outside the course): the
+    lessons, the released exercises, the helper package with its self-check data, and a README
+    for learners. No solutions/, no question banks, no tests. Returns the top-level items."""
+    course_root = Path(course.root).resolve()
+    dest = Path(dest).expanduser()
+    real = dest.resolve()
+    if real == course_root or course_root in real.parents:
+        raise ReleaseError(f"{dest} is inside the course folder; choose a folder outside it "
+                           "(the student copy must not sit beside solutions/)")
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ReleaseError(f"{dest} exists and is not an empty folder")
+    stale = release(course, check=True)
+    if stale:
+        raise ReleaseError("exercises/ or the self-check data are out of date; run "
+                           "`mha-course release` first: " + ", ".join(p.name for p in stale))
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for item in STUDENT_COPY_ITEMS:
+        src = course_root / item
+        if not src.exists():
+            continue
+        target = dest / item
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, target, ignore=_SKIP, symlinks=False)
+        else:
+            shutil.copy2(src, target)
+        written.append(target)
+    guide = course_root / "docs" / "learner_guide.md"
+    readme = dest / "README.md"
+    readme.write_text(_student_readme(guide.read_text(encoding="utf-8") if guide.exists() else ""),
+                      encoding="utf-8")
+    written.append(readme)
+    leftovers = [p for p in dest.rglob("*") if p.name.startswith("bank_") or "solutions" in p.parts
+                 or (p.suffix == ".ipynb" and "BEGIN SOLUTION" in p.read_text(encoding="utf-8"))]
+    if leftovers:  # a last look: nothing of the instructor's may be in there
+        shutil.rmtree(dest)
+        raise ReleaseError(f"refusing to write a student copy that contains {leftovers[0]}")
+    return written
+
+
+def _student_readme(guide: str) -> str:
+    head = (
+        "# Multi-head attention, hands on: the learner's copy\n\n"
+        "Lessons are in `notebooks/` (start with `00_start_here.ipynb`), exercises in "
+        "`exercises/`. Set up once, from this folder:\n\n"
+        "```bash\npython3 -m venv .venv && .venv/bin/pip install -e \".[lab]\"\n"
+        ".venv/bin/jupyter lab notebooks/00_start_here.ipynb\n```\n\n"
+        "After each exercise, run its check cells; before you submit, run\n"
+        "`.venv/bin/mha-course validate exercises/<the exercise>.ipynb` to see what the grader will "
+        "run. This copy holds no solutions: the self-checks work from public test cases.\n\n")
+    return head + (guide if guide else "")
