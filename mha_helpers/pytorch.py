@@ -90,8 +90,8 @@ def pytorch_state_dict(w_q, w_k, w_v, w_o, *, b_q=None, b_k=None, b_v=None, b_o=
            [0., 2.],
            [3., 0.],
            [0., 3.]])
-    >>> sorted(state), state["in_proj_bias"]
-    (['in_proj_bias', 'in_proj_weight', 'out_proj.bias', 'out_proj.weight'], array([0., 0., 0., 0., 0., 0.]))
+    >>> list(state), state["in_proj_bias"]
+    (['in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias'], array([0., 0., 0., 0., 0., 0.]))
     """
     w_q = as_float_array(w_q, "w_q")
     if w_q.ndim != 2 or w_q.shape[0] != w_q.shape[1]:
@@ -99,19 +99,20 @@ def pytorch_state_dict(w_q, w_k, w_v, w_o, *, b_q=None, b_k=None, b_v=None, b_o=
                          f"matrix applied as x @ w_q")
     d_model = w_q.shape[0]
     w_k, w_v, w_o = (_weight(w, name, d_model) for w, name in ((w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o")))
-    state = {
-        # nn.Linear computes x @ A.T, so each block is the course's weight transposed.
-        f"{prefix}in_proj_weight": np.concatenate([w_q.T, w_k.T, w_v.T], axis=0),  # (3 d_model, d_model)
-        f"{prefix}out_proj.weight": np.array(w_o.T),  # (d_model, d_model)
-    }
+    # nn.Linear computes x @ A.T, so each block is the course's weight transposed.
+    w_in = np.concatenate([w_q.T, w_k.T, w_v.T], axis=0)  # (3 d_model, d_model)
+    w_out = np.array(w_o.T)  # (d_model, d_model)
     biases = {"b_q": b_q, "b_k": b_k, "b_v": b_v, "b_o": b_o}
-    if any(b is not None for b in biases.values()):
-        dtype = state[f"{prefix}in_proj_weight"].dtype
-        b_q, b_k, b_v, b_o = (np.zeros(d_model, dtype) if b is None else _bias(b, name, d_model)
-                              for name, b in biases.items())
-        state[f"{prefix}in_proj_bias"] = np.concatenate([b_q, b_k, b_v])  # (3 d_model,)
-        state[f"{prefix}out_proj.bias"] = np.array(b_o)  # (d_model,)
-    return state
+    if all(b is None for b in biases.values()):
+        return {f"{prefix}in_proj_weight": w_in, f"{prefix}out_proj.weight": w_out}
+    b_q, b_k, b_v, b_o = (np.zeros(d_model, w_in.dtype) if b is None else _bias(b, name, d_model)
+                          for name, b in biases.items())
+    return {  # the order of PyTorch's state_dict()
+        f"{prefix}in_proj_weight": w_in,
+        f"{prefix}in_proj_bias": np.concatenate([b_q, b_k, b_v]),  # (3 d_model,)
+        f"{prefix}out_proj.weight": w_out,
+        f"{prefix}out_proj.bias": np.array(b_o),  # (d_model,)
+    }
 
 
 def from_pytorch_state_dict(state, *, biases: bool = False, prefix: str = ""):
