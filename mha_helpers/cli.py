@@ -1,9 +1,20 @@
-"""``mha-course``: the instructor's command line.
+"""``mha-course``: the course's command line.
+
+For learners:
+
+    mha-course validate NOTEBOOK ...    run an exercise as the grader will; verdicts on the public cases
+
+For instructors (inside the course folder, or with --course DIR):
 
     mha-course execute [PATH ...]       re-execute lessons/solutions in fresh kernels and store them
-    mha-course release [--check]        regenerate exercises/ from solutions/ (or check it is current)
+    mha-course release [--check]        regenerate exercises/ and the self-check data from solutions/
+    mha-course release --student-copy DIR   write the folder students get (no solutions)
     mha-course check-solutions          grade every solution notebook; each must score full marks
-    mha-course grade PATH ... --out gradebook.csv [--feedback DIR] [--jobs N] [--timeout S]
+    mha-course grade PATH ... --out GRADEBOOK.csv [--feedback DIR] [--jobs N] [--timeout S]
+                     [--course DIR] [--seed N] [--manual SCORES.csv] [--unsafe-no-sandbox]
+
+Exit status: 0 success; 1 something needs a look (a row that is not ok, a failing check);
+2 a usage error (nothing written).
 """
 
 from __future__ import annotations
@@ -12,16 +23,29 @@ import argparse
 import sys
 from pathlib import Path
 
-from .notebooks import COURSE_ROOT
+
+def _course_or_exit(command, course):
+    from .grading.course import CourseNotFound, find_course
+
+    try:
+        return find_course(course)
+    except CourseNotFound as exc:
+        print(f"mha-course {command}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def _cmd_execute(args) -> int:
     from .notebooks import execute_notebook, find_notebooks
 
-    paths = args.paths or [COURSE_ROOT / "notebooks", COURSE_ROOT / "solutions"]
+    if args.paths:
+        paths = args.paths
+        exercises = None
+    else:
+        course = _course_or_exit("execute", args.course)
+        paths, exercises = [course.notebooks, course.solutions], course.exercises
     notebooks = find_notebooks(paths)
     for nb in notebooks:
-        if nb.resolve().parent == (COURSE_ROOT / "exercises").resolve():
+        if nb.resolve().parent.name == "exercises" and (exercises is None or nb.resolve().parent == exercises):
             print(f"skipping {nb}: student notebooks are stored without outputs (mha-course release)")
             continue
         t = execute_notebook(nb, timeout=args.timeout)
@@ -72,13 +96,19 @@ def _cmd_release(args) -> int:
 def _cmd_check_solutions(args) -> int:
     from .grading.grader import check_solutions
 
-    return check_solutions(args.solutions, timeout=args.timeout)
+    return check_solutions(_course_or_exit("check-solutions", args.course), timeout=args.timeout)
 
 
 def _cmd_grade(args) -> int:
     from .grading.grader import grade_command
 
     return grade_command(args)
+
+
+def _cmd_validate(args) -> int:
+    from .grading.validate import validate_command
+
+    return validate_command(args.notebooks, timeout=args.timeout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("execute", help="re-execute notebooks in fresh kernels and store them")
     p.add_argument("paths", nargs="*", type=Path, help="notebooks or folders (default: notebooks/ solutions/)")
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    p.add_argument("--course", type=Path, help="the course folder (default: the one around the "
+                                               "current directory)")
     p.set_defaults(func=_cmd_execute)
 
     p = sub.add_parser("release", help="regenerate exercises/ from solutions/")
@@ -100,17 +132,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_release)
 
     p = sub.add_parser("check-solutions", help="grade the solutions; all must score full marks")
-    p.add_argument("--solutions", type=Path, default=COURSE_ROOT / "solutions")
+    p.add_argument("--course", type=Path, help="the course folder (default: the one around the "
+                                               "current directory)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook")
     p.set_defaults(func=_cmd_check_solutions)
 
-    p = sub.add_parser("grade", help="grade submissions into a gradebook")
-    p.add_argument("paths", nargs="+", type=Path, help="submission notebooks or folders")
-    p.add_argument("--out", type=Path, required=True, help="gradebook CSV to write")
-    p.add_argument("--feedback", type=Path, help="folder for one feedback file per student")
+    p = sub.add_parser("grade", help="grade submissions into a gradebook",
+                       description="Grade submissions (one folder per student, a Canvas or Moodle "
+                                   "bulk download, or a .zip of one) into a gradebook CSV. Exit 0 "
+                                   "when every row is ok, 1 when any is not, 2 for a usage error.")
+    p.add_argument("paths", nargs="*", type=Path,
+                   help="submission folders, notebooks or zips (none: only merge --manual)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="gradebook CSV; if it exists, rows graded now replace theirs, others are kept")
+    p.add_argument("--feedback", type=Path,
+                   help="folder for feedback: DIR/<assignment>/<student>.md and .html")
     p.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per notebook")
+    p.add_argument("--course", type=Path, help="the course folder (default: the one around the "
+                                               "current directory)")
+    p.add_argument("--seed", type=int, help="seed of the hidden cases (default: a new one)")
+    p.add_argument("--manual", type=Path, metavar="SCORES.csv",
+                   help="written-answer points to merge: columns student, grade_id, points")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="grade WITHOUT the operating-system sandbox (student code can then read "
+                        "and change your files); only for submissions you trust")
     p.set_defaults(func=_cmd_grade)
+
+    p = sub.add_parser("validate", help="run an exercise as the grader will (for learners)",
+                       description="Run exercise notebooks as the grader will: a fresh process, "
+                                   "the released exercise with your answer cells and the cells you "
+                                   "added, and print each question's verdict on the public cases. "
+                                   "Exit 0 when everything passes.")
+    p.add_argument("notebooks", nargs="+", type=Path)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook")
+    p.set_defaults(func=_cmd_validate)
     return parser
 
 

@@ -1,0 +1,146 @@
+"""``mha-course validate NOTEBOOK...``: a learner runs an exercise as the grader will.
+
+The grader does not run the learner's notebook as it stands in their session: it starts a fresh
+process, runs the released exercise's own cells with the learner's answer cells, and the cells
+they added, in place (:mod:`.program`), then calls the answers on test cases. Validate does the
+same on the learner's machine, with the public cases from the self-check data, and prints per
+question the verdict, plus warnings about what could differ from the learner's session:
+
+* cells they added (the grader runs them, in the same place);
+* answers that read names defined in a cell they added or in another answer cell (fine, as long
+  as those cells stay in the notebook);
+* cells that raise when the notebook runs from the top;
+* written answers still empty.
+
+It runs the learner's own code on their own machine, so it needs no sandbox. Exit status 0 when
+every automatically checked question passes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import codec, sandbox
+from .check import NoData, _decode_mistakes, assignment_data
+from .collect import Rejected, read_notebook
+from .judge import function_verdict, not_attempted, not_callable, value_verdict
+from .program import SourceTooLarge, build_program, notebook_cells, written_answered
+from .verdict import BadReport, answer_results
+
+__all__ = ["validate_notebook", "validate_command"]
+
+
+def _meta(q: dict) -> dict:
+    return {k: q[k] for k in ("grade_id", "assignment", "kind", "points", "hint", "rtol", "atol",
+                              "forbidden", "mistakes")}
+
+
+def validate_notebook(path, timeout: float = 120.0) -> dict:
+    """Run one notebook as the grader will; return ``{"assignment", "verdicts", "warnings"}``."""
+    nb, notes = read_notebook(Path(path), 20 * 2**20)
+    md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    assignment = (md.get("mha_course") or {}).get("assignment") if isinstance(md.get("mha_course"), dict) else None
+    if not isinstance(assignment, str):
+        raise Rejected("unknown-assignment", "this notebook has no assignment metadata: is it one "
+                                             "of the course's exercise notebooks?")
+    try:
+        data = assignment_data(assignment)
+    except NoData:
+        raise Rejected("unknown-assignment", f"no self-check data for assignment {assignment!r} "
+                                             "(update the course package)") from None
+    program = build_program(data["template"], notebook_cells(nb))
+    warnings = [n for n in notes]
+    exprs = data["template"]["exprs"]
+    questions = [q for q in data["questions"] if q["kind"] != "manual" and q["grade_id"] in exprs]
+    specs = []
+    for q in questions:
+        spec = {"grade_id": q["grade_id"], "kind": q["kind"], "expr": exprs[q["grade_id"]]}
+        if q["kind"] == "function":
+            spec.update(cases=q["public"]["cases"], forbidden=q["forbidden"])
+        specs.append(spec)
+    job = {"cells": [{"source": c["source"]} for c in program.cells], "questions": specs,
+           "cell_timeout": max(5.0, timeout / 4)}
+    out = sandbox.run(job, sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
+                      isolate=False)
+    report = out.report or {}
+    if not report:
+        warnings.append(f"the notebook did not run to the end ({out.reason}"
+                        + (f", in step {out.steps[-1]}" if out.steps else "") + ")")
+    for label in program.added:
+        warnings.append(f"{label}: a cell you added; the grader runs it in the same place")
+    for i, rec in enumerate(report.get("cells", [])[: len(program.cells)]):
+        err = rec.get("error") if isinstance(rec, dict) else None
+        if isinstance(err, dict):
+            warnings.append(f"{program.cells[i]['label']} raised {err.get('type')}: "
+                            f"{str(err.get('message'))[:160]}")
+    answers = report.get("answers", {})
+    verdicts = []
+    for q in data["questions"]:
+        meta = _meta(q)
+        gid = q["grade_id"]
+        if q["kind"] == "manual":
+            text = program.written.get(gid)
+            verdicts.append(not_attempted(meta) | {"written": True} | (
+                {"status": "manual", "message": "written answer, graded by your instructor"}
+                if written_answered(text) else {"message": "written answer still empty"}))
+            continue
+        rec = answers.get(gid)
+        verdicts.append(_verdict(q, meta, rec))
+        uses = rec.get("uses") if isinstance(rec, dict) else None
+        for name, index in (uses or {}).items():
+            if isinstance(index, int) and 0 <= index < len(program.cells):
+                cell = program.cells[index]
+                if cell["kind"] == "added" or (cell["kind"] == "answer" and cell["grade_id"] != gid):
+                    warnings.append(f"{gid} uses `{name}`, defined in {cell['label']}: keep that "
+                                    "cell in the notebook (the grader runs it too)")
+    return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
+
+
+def _verdict(q: dict, meta: dict, rec) -> dict:
+    if not isinstance(rec, dict) or rec.get("status") in ("undefined", "none"):
+        return not_attempted(meta)
+    if rec.get("status") == "not-callable":
+        return not_callable(meta, str(rec.get("type", "?")))
+    if rec.get("status") != "ok":
+        return not_attempted(meta) | {"status": "error", "message": f"checking the answer: "
+                                                                    f"{rec.get('status')}"}
+    pub = q["public"]
+    if q["kind"] == "value":
+        return value_verdict(meta, pub["info"], pub["mistakes"], codec.decode(rec.get("value")))
+    try:
+        results, helpers = answer_results(rec)
+    except (BadReport, codec.CodecError):
+        return not_attempted(meta) | {"status": "error", "message": "could not read the result"}
+    expected = [codec.decode(e) for e in pub["expected"]]
+    return function_verdict(meta, results, expected, _decode_mistakes(pub["mistakes"]),
+                            len(expected), helpers)
+
+
+def validate_command(paths, timeout: float = 120.0) -> int:
+    all_ok = True
+    for path in paths:
+        print(f"== {path}")
+        try:
+            result = validate_notebook(path, timeout)
+        except (Rejected, SourceTooLarge, FileNotFoundError) as exc:
+            print(f"  cannot validate: {getattr(exc, 'note', exc)}")
+            all_ok = False
+            continue
+        for v in result["verdicts"]:
+            pts = f"[{v['points']:g}/{v['max_points']:g}]"
+            if v["status"] == "passed":
+                print(f"  {v['grade_id']}: passed {pts}")
+            elif v.get("written"):
+                print(f"  {v['grade_id']}: {v['message']} [{v['max_points']:g} points]")
+            else:
+                all_ok = False
+                word = "not attempted yet" if v["status"] == "not-attempted" else "not yet"
+                print(f"  {v['grade_id']}: {word} {pts}")
+                if v.get("message") and v["status"] != "not-attempted":
+                    print(f"    {v['message']}")
+                if v.get("hint"):
+                    print(f"    hint: {v['hint']}")
+        for w in result["warnings"]:
+            print(f"  warning: {w}")
+    print("everything passes" if all_ok else "not everything passes yet")
+    return 0 if all_ok else 1

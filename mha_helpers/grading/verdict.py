@@ -1,0 +1,136 @@
+"""Verdict: from the sandbox's (untrusted) report to one gradebook row, in the grader's process.
+
+The report says what the learner's program did: which cells raised, and what each answer
+returned on each case. Nothing in it is believed beyond its shape: it is validated against a
+strict schema (:func:`answer_results`), anything malformed costs the question its points (fail
+closed) and flags the row, and every verdict is computed here with :mod:`.judge` from expected
+outputs this process computed itself from the question banks. The cases' hidden part was drawn
+here with a fresh seed, so a program cannot know what to claim except by computing it.
+"""
+
+from __future__ import annotations
+
+from . import codec
+from .judge import (function_verdict, not_attempted, not_callable, question_meta,
+                    value_hashes, value_info, value_verdict)
+from .program import written_answered
+from .watch import CaseResult
+
+__all__ = ["answer_results", "question_verdict", "written_verdict", "BadReport", "STATUSES",
+           "RUN_STATUS_ORDER"]
+
+# Row statuses, with what each means (the instructor guide lists them too).
+STATUSES = {
+    "ok": "graded normally",
+    "flagged": "graded, but the sandbox's report was malformed (tampered with?): the affected "
+               "questions score 0 (see notes)",
+    "kernel-died": "the program died in a step (os._exit, a signal, a crash); that step was "
+                   "skipped and the rest graded",
+    "timeout": "a cell, a function call or the whole notebook ran out of time",
+    "memory": "a cell or function call ran out of memory",
+    "duplicate": "the same student submitted this assignment more than once (see notes)",
+    "refused": "not graded: a symbolic link, or an unsafe or unreadable archive (see notes)",
+    "unknown-assignment": "no assignment of the course matches this notebook",
+    "not-a-notebook": "JSON, but not a Jupyter notebook (or a folder)",
+    "not-json": "not readable as JSON (or not UTF-8)",
+    "empty": "an empty file",
+    "too-large": "larger than the size limit; not opened",
+    "old-format": "a notebook format that could not be converted",
+    "missing": "a student folder without any notebook",
+    "grader-error": "the grader itself failed on this submission (a bug: please report it)",
+}
+RUN_STATUS_ORDER = ["flagged", "kernel-died", "timeout", "memory", "ok"]
+
+
+class BadReport(ValueError):
+    """A part of the report that does not follow the schema."""
+
+
+def _str(x, limit=300) -> str:
+    if not isinstance(x, str):
+        raise BadReport("expected text")
+    return x[:limit]
+
+
+def answer_results(rec) -> tuple[list, list]:
+    """Validate one function answer's record: ``(list of CaseResult, helpers called)``."""
+    if not isinstance(rec, dict):
+        raise BadReport("answer record is not an object")
+    rows = rec.get("results")
+    if not isinstance(rows, list) or len(rows) > 1000:
+        raise BadReport("results missing")
+    results = []
+    for row in rows:
+        if not isinstance(row, dict) or set(row) - {"value", "raised", "mutated"}:
+            raise BadReport("malformed case result")
+        raised = row.get("raised")
+        if raised is not None:
+            if not (isinstance(raised, list) and len(raised) == 2):
+                raise BadReport("malformed exception")
+            raised = (_str(raised[0], 80), _str(raised[1]))
+        mutated = row.get("mutated") or []
+        if not isinstance(mutated, list) or len(mutated) > 20:
+            raise BadReport("malformed mutation list")
+        value = None if raised else codec.decode(row.get("value"), codec.Limits())
+        results.append(CaseResult(value=value, raised=raised, mutated=[_str(m, 40) for m in mutated]))
+    helpers = rec.get("helpers") or []
+    if not isinstance(helpers, list) or len(helpers) > 20:
+        raise BadReport("malformed helper list")
+    return results, [_str(h, 60) for h in helpers]
+
+
+def question_verdict(q, rec, cases, skipped: bool) -> dict:
+    """The verdict on one automatically graded question from its record in the report.
+
+    ``cases`` is ``(n_public, cases, expected, mistakes)`` computed by the grader. Raises
+    :class:`BadReport` when the record does not follow the schema.
+    """
+    meta = question_meta(q)
+    base = not_attempted(meta) | {"status": "failed", "message": "", "hint": q.hint}
+    if skipped:
+        return base | {"status": "error", "message": "checking your answer stopped the program "
+                                                     "(it was skipped)"}
+    if rec is None:
+        return base | {"status": "error", "message": "no result for this question (fail closed)"}
+    if not isinstance(rec, dict):
+        raise BadReport("answer record is not an object")
+    status = rec.get("status")
+    if status == "timeout":
+        return base | {"status": "timeout", "message": "checking your answer ran out of time"}
+    if status == "undefined":
+        return not_attempted(meta) | {"message": "not defined (the answer cell did not run or "
+                                                 "does not define it)"}
+    if status == "none":
+        return not_attempted(meta)
+    if status == "not-callable":
+        return not_callable(meta, _str(rec.get("type", "?"), 80))
+    if status == "error":
+        err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
+        kind = _str(err.get("type", "Exception"), 80)
+        return base | {"status": "error", "message": f"reading your answer raised {kind}",
+                       "memory": kind == "MemoryError"}
+    if status != "ok":
+        raise BadReport(f"unknown status {str(status)[:40]!r}")
+    if q.kind == "value":
+        actual = codec.decode(rec.get("value"), codec.Limits())
+        if isinstance(actual, codec.Unsupported):
+            return base | {"status": "error", "message": f"your answer could not be read ({actual.what})"}
+        info = value_info(q.grade_id, q.expected)
+        return value_verdict(meta, info, [value_hashes(q.grade_id, m.answer) for m in q.mistakes], actual)
+    results, helpers = answer_results(rec)
+    known = {d.rsplit(".", 1)[-1] for d in q.forbidden}
+    helpers = [h for h in helpers if h in known]
+    n_public, _, expected, mistakes = cases  # an Unsupported value fails its case
+    verdict = function_verdict(meta, results, expected, mistakes, n_public, helpers)
+    verdict["memory"] = any(r.raised and r.raised[0] == "MemoryError" for r in results)
+    return verdict
+
+
+def written_verdict(q, text) -> dict:
+    meta = question_meta(q)
+    if not written_answered(text):
+        return not_attempted(meta) | {"status": "unanswered", "points": 0.0,
+                                      "message": "no written answer"}
+    return not_attempted(meta) | {"status": "manual", "points": None,
+                                  "message": "to be graded by your instructor"}
+
