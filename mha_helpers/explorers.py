@@ -28,7 +28,7 @@ import numpy as np
 from .attention import scaled_dot_product_attention
 from .cost import MODEL_CONFIGS, attention_flops, attention_params, format_bytes, kv_cache_bytes
 from .heads import merge_heads, split_heads
-from .plots import CMAP
+from .plots import CMAP, layer_diagram_svg
 
 __all__ = [
     "shape_view",
@@ -309,6 +309,17 @@ def render_heatmaps_html(view: ShapeView) -> str:
             f'columns: the key token (attended to). Each head has its own pattern.</div></div>')
 
 
+def render_diagram_html(view: ShapeView) -> str:
+    """The layer's block diagram for these sliders (empty when they are invalid): the column
+    blocks of W_Q, W_K, W_V each head owns, one pattern per head, the concatenation and the row
+    blocks of W_O, one colour per head. The layout is :func:`mha_helpers.plots.layer_diagram_layout`,
+    the same one the lessons draw with matplotlib."""
+    if not view.ok:
+        return ""
+    return (f'<div class="mha-layer-diagram" style="margin:6px 0">'
+            f'{layer_diagram_svg(view.d_model, view.h, view.n)}</div>')
+
+
 _BOX = '<div style="line-height:1.45">'
 
 
@@ -360,7 +371,8 @@ def render_shape_html(view: ShapeView) -> str:
     settings = (f'<div style="color:{_MUTED};line-height:1.45">Shape explorer at d_model = {view.d_model}, '
                 f'h = {view.h}, n = {view.n}.</div>')
     return ("<div>" + settings + render_d_head_html(view) + render_message_html(view.message)
-            + render_shape_body_html(view) + render_heatmaps_html(view) + "</div>")
+            + render_diagram_html(view) + render_shape_body_html(view) + render_heatmaps_html(view)
+            + "</div>")
 
 
 # ---------------------------------------------------------------------------------------------

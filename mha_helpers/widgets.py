@@ -3,7 +3,8 @@
 Three explorers, each embedded in a lesson with one line::
 
     from mha_helpers.widgets import shape_explorer
-    shape_explorer()              # d_model, h and n sliders; d_head, shapes, counts, heatmaps
+    shape_explorer()              # d_model, h and n sliders; d_head, the layer's diagram,
+                                  # shapes, counts, heatmaps
 
     kv_cache_explorer()           # layers, query heads, KV heads, d_head, context, bytes
     cost_explorer()               # FLOPs and parameters versus h (fixed d_model) and versus n
@@ -32,8 +33,8 @@ from .explorers import (
     D_MODEL_MIN, D_MODEL_STEP, H_MAX, KV_CONTEXTS, KV_D_HEADS, KV_DTYPES, KV_MAX_HEADS,
     KV_MAX_LAYERS, N_MAX, N_MIN, TOKENS, _MUTED, _esc, _gqa_kv_heads, _label, cache_models,
     compared_text, cost_view, kv_cache_view, matching_models, menu_choice, menu_models,
-    render_cost_html, render_d_head_html, render_heatmaps_html, render_kv_cache_html,
-    render_message_html, render_shape_body_html, render_shape_html, shape_view,
+    render_cost_html, render_d_head_html, render_diagram_html, render_heatmaps_html,
+    render_kv_cache_html, render_message_html, render_shape_body_html, render_shape_html, shape_view,
 )
 
 __all__ = [
@@ -146,6 +147,7 @@ def _classes():
         def __init__(self, d_model=8, h=2, n=3):
             self.d_head_label = _html()
             self.message = _html()
+            self.diagram = _html()  # the layer's block diagram, redrawn as the sliders move
             self.body = _html()
             self.heatmaps = _html()
             controls = {
@@ -155,7 +157,7 @@ def _classes():
                 "n": _int_slider("n", n, N_MIN, N_MAX, 1, "number of tokens"),
             }
             super().__init__(children=[*controls.values(), self.d_head_label, self.message,
-                                       self.body, self.heatmaps])
+                                       self.diagram, self.body, self.heatmaps])
             self.add_class("mha-shape-explorer")
             self._setup(controls)
             self.refresh()
@@ -167,6 +169,7 @@ def _classes():
             # Set only what changed: each assignment is one message to the browser.
             for child, value in ((self.d_head_label, render_d_head_html(view)),
                                  (self.message, render_message_html(view.message)),
+                                 (self.diagram, render_diagram_html(view)),
                                  (self.body, render_shape_body_html(view)),
                                  (self.heatmaps, render_heatmaps_html(view))):
                 if child.value != value:

@@ -42,3 +42,90 @@ def test_plot_heads_draws_one_titled_heatmap_per_head_and_one_colorbar():
     plot_heads(_weights(2, 4), list("wxyz"), figure=fig)
     assert len([ax for ax in fig.axes if ax.images]) == 2
     plt.close("all")
+
+
+# ---------------------------------------------------------------------------------------------
+# The block diagram of the layer (lessons 02 and 03, and the shape explorer)
+# ---------------------------------------------------------------------------------------------
+
+from mha_helpers.plots import (HEAD_COLOURS, Box, head_colour, layer_diagram_layout,  # noqa: E402
+                               layer_diagram_svg, plot_layer_diagram)
+
+ROLES = ("w_q", "w_k", "w_v", "pattern", "concat", "w_o")
+
+
+@pytest.mark.parametrize("d_model, h", [(8, 2), (12, 3), (8, 4), (768, 12), (1024, 32), (8, 1)])
+def test_each_head_has_one_colour_in_every_block_it_owns(d_model, h):
+    lay = layer_diagram_layout(d_model, h)
+    d_head = d_model // h
+    for i in range(h):
+        fills = {b.fill for b in lay.boxes() if b.head == i and b.role in ROLES}
+        assert fills == {head_colour(i)}, i
+    for role in ("w_q", "w_k", "w_v", "concat", "w_o"):
+        blocks = sorted((b for b in lay.boxes(role) if b.head is not None), key=lambda b: b.head)
+        assert [b.head for b in blocks] == list(range(h)), role
+        frame = next(b for b in lay.boxes(role) if b.outline)
+        # column blocks (rows for W_O) tile the matrix in head order, each d_head / d_model of it
+        if role == "w_o":
+            edges = [(b.y - frame.y) / frame.h for b in blocks] + [1.0]
+            sizes = [b.h / frame.h for b in blocks]
+            assert all(abs(b.w - frame.w) < 1e-9 for b in blocks)
+        else:
+            edges = [(b.x - frame.x) / frame.w for b in blocks] + [1.0]
+            sizes = [b.w / frame.w for b in blocks]
+            assert all(abs(b.h - frame.h) < 1e-9 for b in blocks)
+        np.testing.assert_allclose(edges, np.arange(h + 1) * d_head / d_model, atol=1e-9)
+        np.testing.assert_allclose(sizes, d_head / d_model)
+    patterns = lay.boxes("pattern")
+    assert [b.head for b in patterns] == list(range(min(h, 8)))
+
+
+def test_neighbouring_heads_never_share_a_colour_and_nine_heads_are_all_distinct():
+    assert len(set(HEAD_COLOURS)) == len(HEAD_COLOURS) == 9
+    assert all(head_colour(i) != head_colour(i + 1) for i in range(40))
+
+
+def test_the_legend_names_each_heads_columns_and_rows_from_d_model_and_h():
+    texts = [it.text for it in layer_diagram_layout(8, 2, n=3).items if hasattr(it, "text")]
+    assert any("head 0: columns 0\u20133 of W_Q, W_K and W_V" in t and "rows 0\u20133 of W_O" in t for t in texts)
+    assert any("head 1: columns 4\u20137" in t for t in texts)
+    assert any("d_model = 8, h = 2, d_head = 4" in t for t in texts)
+    assert any("(3, 3)" in t for t in texts)  # n = 3 written into the pattern shape
+    many = [it.text for it in layer_diagram_layout(1024, 32).items if hasattr(it, "text")]
+    assert any("heads 0\u20137 of 32 drawn" in t for t in many)
+    assert any("head 31: columns 992\u20131023" in t for t in many)
+
+
+def test_an_impossible_split_raises_a_teaching_error():
+    with pytest.raises(ValueError, match="not divisible by num_heads=3"):
+        layer_diagram_layout(8, 3)
+
+
+def test_matplotlib_and_svg_draw_the_same_layout():
+    lay = layer_diagram_layout(12, 3, n=4)
+    ax = plot_layer_diagram(12, 3, n=4)
+    filled = [p for p in ax.patches if p.get_fill()]
+    assert len(filled) == len([b for b in lay.items if isinstance(b, Box) and not b.outline])
+    colours = {matplotlib.colors.to_hex(p.get_facecolor()) for p in filled}
+    assert {head_colour(i).lower() for i in range(3)} <= colours
+    assert lay.title in [t.get_text() for t in ax.texts]
+    plt.close("all")
+    svg = layer_diagram_svg(12, 3, n=4)
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert svg.count("<rect") == len(lay.boxes())
+    for i in range(3):
+        assert svg.count(f'data-head="{i}"') == len([b for b in lay.boxes() if b.head == i and not b.outline])
+    assert svg == layer_diagram_svg(12, 3, n=4)  # deterministic (strict nbval compares it)
+    assert "href" not in svg and "<script" not in svg and "url(" not in svg  # nothing fetched
+
+
+def test_plot_layer_diagram_draws_into_given_axes_without_warnings():
+    import warnings
+
+    fig, ax = plt.subplots()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = plot_layer_diagram(8, 2, ax=ax)
+        fig.canvas.draw()
+    assert out is ax and not ax.axison
+    plt.close("all")

@@ -459,3 +459,30 @@ def test_stored_explorer_outputs_include_the_static_rendering():
         assert WIDGET_VIEW in data, f"{notebook}: {name}() output has no widget view"
         assert "mha-static-explorer" in data.get("text/html", ""), (
             f"{notebook}: {name}() output has no static HTML rendering for viewers without widgets")
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape explorer: the layer's block diagram follows the sliders
+# ---------------------------------------------------------------------------------------------
+
+def _diagram_heads(html: str) -> set:
+    return {int(i) for i in re.findall(r'data-role="w_q" data-head="(\d+)"', html)}
+
+
+def test_the_diagram_is_redrawn_as_the_sliders_move():
+    ex = shape_explorer()
+    assert _diagram_heads(ex.diagram.value) == {0, 1}
+    assert "d_model = 8, h = 2, d_head = 4" in text(ex.diagram.value)
+    ex.controls["h"].value = 4
+    assert _diagram_heads(ex.diagram.value) == {0, 1, 2, 3}
+    assert "d_head = 2" in text(ex.diagram.value)
+    ex.controls["h"].value = 3  # 8 / 3: no diagram, the message explains instead
+    assert ex.diagram.value == "" and "not divisible" in text(ex.message.value)
+    ex.set_values(d_model=768, h=12, n=5)
+    assert _diagram_heads(ex.diagram.value) == set(range(12))
+    assert "(5, 5)" in text(ex.diagram.value)
+
+
+def test_the_static_rendering_includes_the_diagram():
+    html = shape_explorer()._repr_mimebundle_()["text/html"]
+    assert "mha-layer-diagram" in html and _diagram_heads(html) == {0, 1}
