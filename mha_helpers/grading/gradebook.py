@@ -52,7 +52,7 @@ def neutralise(text: str) -> str:
             return part[: len(part) - len(stripped)] + "'" + stripped
         return part
 
-    return re.sub(r"(^|[;,|\t])([^;,|\t]*)", lambda m: m.group(1) + fix(m.group(2)), text)
+    return fix(re.sub(r"(^|[;,|\t])([^;,|\t]*)", lambda m: m.group(1) + fix(m.group(2)), text))
 
 
 def _number(x) -> str:

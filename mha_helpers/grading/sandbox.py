@@ -343,7 +343,7 @@ def run(job: dict, limits: Limits, isolate: bool = True, mpl_cache: str | None =
     for line in stdout.split(b"\n"):
         if line.startswith(b"step "):
             out.steps.append(line[5:200].decode("utf-8", "replace"))
-        elif line.startswith(b"result ") and out.report is None:
+        elif line.startswith(b"result "):  # the runner's own is the last line it writes
             try:
                 report = codec.loads(line[7:])
                 out.report = report if isinstance(report, dict) else None
