@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .shapes import head_width, kv_group_size, positive_int
 
 __all__ = ["attention_params", "attention_flops", "kv_cache_bytes", "format_bytes",
+           "decode_attention_cost", "decoder_params", "batch_where_cache_exceeds",
            "ModelConfig", "MODEL_CONFIGS"]
 
 
@@ -82,6 +83,81 @@ def kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element=
         raise ValueError(f"bytes_per_element must be positive (2 for fp16), got {bytes_per_element!r}")
     total = 2 * num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
     return int(total) if float(total).is_integer() else total
+
+
+def decode_attention_cost(num_layers, num_heads, num_kv_heads, d_head, seq_len,
+                          bytes_per_element=2, batch=1) -> dict:
+    """What attention costs to generate ONE token per sequence with a KV cache of ``seq_len`` tokens.
+
+    The new token's query, in every layer and every one of the h query heads, meets all
+    ``seq_len`` cached keys (scores: 2 d_head FLOPs per key) and takes the weighted sum of as
+    many cached values (2 d_head FLOPs per value). Every cached key and value is read from
+    memory once per step, whatever h is: the cache holds g = ``num_kv_heads`` heads.
+
+    Returns a dict:
+
+    * ``flops``: 4 x layers x h x d_head x seq_len x batch;
+    * ``bytes``: the KV cache read, 2 x layers x g x d_head x seq_len x bytes x batch
+      (:func:`kv_cache_bytes`);
+    * ``intensity``: flops / bytes = 2 (h / g) / bytes_per_element FLOPs per byte read. The
+      batch cancels: each sequence has its own cache, so batching does not raise it.
+
+    The projections and the rest of the model are not counted here.
+
+    >>> c = decode_attention_cost(32, 32, 32, 128, seq_len=4096)    # Llama 2 7B (MHA), fp16
+    >>> c["intensity"]
+    1.0
+    >>> decode_attention_cost(80, 64, 8, 128, seq_len=4096)["intensity"]   # Llama 2 70B (GQA)
+    8.0
+    """
+    for value, name in ((num_layers, "num_layers"), (d_head, "d_head"), (seq_len, "seq_len"),
+                        (batch, "batch")):
+        positive_int(value, name)
+    h = positive_int(num_heads, "num_heads")
+    g = positive_int(num_kv_heads, "num_kv_heads")
+    kv_group_size(h, g)
+    flops = 4 * num_layers * h * d_head * seq_len * batch
+    read = kv_cache_bytes(num_layers, g, d_head, seq_len, bytes_per_element, batch)
+    return {"flops": flops, "bytes": read, "intensity": flops / read}
+
+
+def decoder_params(d_model, num_layers, num_heads, num_kv_heads, d_head, d_ff, vocab_size,
+                   gated_ffn=True, tied_embeddings=False) -> int:
+    """Parameters of a decoder-only transformer without biases, in the Llama layout.
+
+    Per layer: attention (:func:`attention_params` with ``bias=False``), a feed-forward block
+    with hidden width ``d_ff`` (three ``d_model x d_ff`` matrices when ``gated_ffn``, as in
+    SwiGLU; two otherwise) and two normalisation weight vectors of ``d_model``. Then the token
+    embedding ``(vocab_size, d_model)``, a final normalisation and, unless ``tied_embeddings``,
+    a separate output matrix ``(d_model, vocab_size)``.
+
+    >>> decoder_params(4096, 32, 32, 32, 128, d_ff=11008, vocab_size=32000)   # Llama 2 7B
+    6738415616
+    """
+    d = positive_int(d_model, "d_model")
+    layers = positive_int(num_layers, "num_layers")
+    d_ff = positive_int(d_ff, "d_ff")
+    vocab = positive_int(vocab_size, "vocab_size")
+    attention = attention_params(d, num_heads, num_kv_heads, d_head, bias=False)
+    ffn = (3 if gated_ffn else 2) * d * d_ff
+    per_layer = attention + ffn + 2 * d  # (two norms)
+    embeddings = vocab * d * (1 if tied_embeddings else 2)
+    return layers * per_layer + embeddings + d  # (+ the final norm)
+
+
+def batch_where_cache_exceeds(weight_bytes, cache_bytes_per_sequence) -> int:
+    """The smallest batch whose KV cache holds more bytes than the model's weights.
+
+    During generation every sequence in the batch keeps its own cache, while the weights are
+    stored once; past this batch size the cache is the larger of the two.
+
+    >>> batch_where_cache_exceeds(10, 4), batch_where_cache_exceeds(12, 4)
+    (3, 4)
+    """
+    if not weight_bytes > 0 or not cache_bytes_per_sequence > 0:
+        raise ValueError(f"weight_bytes and cache_bytes_per_sequence must be positive, got "
+                         f"{weight_bytes!r} and {cache_bytes_per_sequence!r}")
+    return int(weight_bytes // cache_bytes_per_sequence) + 1
 
 
 def format_bytes(n) -> str:

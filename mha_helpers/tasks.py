@@ -22,8 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["make_vote_tables", "vote_table_batch", "vote_table_task", "repeated_segment_batch",
-           "repeated_segment_task", "role_scores", "head_roles", "previous_token_score",
-           "induction_scores", "duplicate_token_scores"]
+           "repeated_segment_task", "segment_positions", "role_scores", "head_roles",
+           "previous_token_score", "induction_scores", "duplicate_token_scores",
+           "table_correlation"]
 
 
 def make_vote_tables(vocab_size=16, seed=0):
@@ -140,13 +141,53 @@ def head_roles(weights, start=2) -> list[str]:
     return ["previous" if p >= f else "first" for p, f in role_scores(weights, start)]
 
 
-def previous_token_score(weights, targets) -> np.ndarray:
-    """Per head, mean attention from each scored position ``t`` to ``t - 1``: ``(h,)``.
+def previous_token_score(weights, positions) -> np.ndarray:
+    """Per head, mean attention from the chosen positions ``t`` to ``t - 1``: ``(h,)``.
 
-    ``weights`` ``(batch, h, n, n)``; the positions are those whose target is not ``-1``.
+    ``weights`` ``(batch, h, n, n)``. ``positions`` ``(batch, n)`` is either a boolean array
+    (True = measure this position) or targets, in which case the positions whose target is not
+    ``-1`` are measured. Position 0 has no previous token and must not be chosen.
+
+    >>> w = np.zeros((1, 1, 3, 3)); w[0, 0, 1, 0] = 1.0; w[0, 0, 2, 2] = 1.0
+    >>> previous_token_score(w, np.array([[False, True, False]])).tolist()
+    [1.0]
+    >>> previous_token_score(w, np.array([[-1, 5, 5]])).tolist()    # positions 1 and 2
+    [0.5]
     """
-    b, t = np.nonzero(np.asarray(targets) >= 0)
+    positions = np.asarray(positions)
+    chosen = positions if positions.dtype == bool else positions >= 0
+    b, t = np.nonzero(chosen)
+    if (t == 0).any():
+        raise ValueError("position 0 has no previous token; choose positions t >= 1")
     return weights[b, :, t, t - 1].mean(axis=0)  # (h,)
+
+
+def segment_positions(targets) -> dict:
+    """Where the parts of each repeated-segment sequence are, from its targets.
+
+    For targets made by :func:`repeated_segment_batch` (``m - 1`` targets at the positions
+    ``n - m .. n - 2``), returns boolean ``(batch, n)`` arrays:
+
+    * ``"first_copy"``: the ``m`` positions ``n - 2m .. n - m - 1``;
+    * ``"second_copy"``: the ``m`` positions ``n - m .. n - 1``;
+    * ``"induction_keys"``: for every scored query ``t``, the key an induction head must find,
+      ``t - m + 1``, the position right after the earlier copy of the current token. These are
+      the first copy's positions after its first one, ``n - 2m + 1 .. n - m - 1``.
+
+    >>> _, targets = repeated_segment_batch(np.random.default_rng(0), 1, seq_len=10,
+    ...                                     min_len=3, max_len=3)
+    >>> {k: np.nonzero(v[0])[0].tolist() for k, v in segment_positions(targets).items()}
+    {'first_copy': [4, 5, 6], 'second_copy': [7, 8, 9], 'induction_keys': [5, 6]}
+    """
+    scored = np.asarray(targets) >= 0  # (batch, n)
+    n = scored.shape[1]
+    if not scored.any(axis=1).all():
+        raise ValueError("every sequence needs at least one target (segments of m >= 2 tokens)")
+    m = (scored.sum(axis=1) + 1)[:, None]  # (batch, 1): m - 1 targets per sequence
+    pos = np.arange(n)  # (n,)
+    return {"first_copy": (pos >= n - 2 * m) & (pos < n - m),
+            "second_copy": pos >= n - m,
+            "induction_keys": (pos >= n - 2 * m + 1) & (pos <= n - m - 1)}
 
 
 def induction_scores(weights, tokens, targets) -> np.ndarray:
@@ -186,3 +227,24 @@ def duplicate_token_scores(weights, tokens, targets) -> np.ndarray:
     duplicate = (tokens[b] == tokens[b, t][:, None]) & (keys < t[:, None])  # (q, n)
     rows = weights[b, :, t, :]  # (q, h, n): each scored query's attention, per head
     return (rows * duplicate[:, None, :]).sum(axis=-1).mean(axis=0)  # (h,)
+
+
+def table_correlation(a, b) -> float:
+    """How alike two score tables are, ignoring each row's offset: a number in ``[-1, 1]``.
+
+    Each row of ``a`` and ``b`` (shape ``(vocab, classes)``) has its mean removed, since adding
+    the same amount to every class does not change which class wins; then the two tables are
+    compared like two long vectors (Pearson correlation). 1 means one is a positive multiple
+    of the other.
+
+    >>> t = np.array([[1.0, 2.0, 3.0], [0.0, 5.0, 1.0]])
+    >>> round(table_correlation(t, 2 * t + 7), 6), round(table_correlation(t, -t), 6)
+    (1.0, -1.0)
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"a and b must be tables of the same shape (vocab, classes), got "
+                         f"{a.shape} and {b.shape}")
+    a = (a - a.mean(axis=1, keepdims=True)).ravel()
+    b = (b - b.mean(axis=1, keepdims=True)).ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))

@@ -29,7 +29,8 @@ from .shapes import _fmt
 
 __all__ = ["init_model", "num_layers", "forward", "cross_entropy", "loss_and_grads",
            "numerical_gradients", "max_relative_error", "learning_rate", "adam_step", "train",
-           "accuracy", "prune_head"]
+           "accuracy", "prune_head", "head_importance", "pruning_order", "accuracy_after_pruning",
+           "head_output_tables"]
 
 WEIGHTS = ("w_q", "w_k", "w_v", "w_o")
 
@@ -78,7 +79,7 @@ def _check_tokens(params, tokens):
     return tokens
 
 
-def forward(params, tokens, num_heads, head_masks=None, return_cache=False):
+def forward(params, tokens, num_heads, head_masks=None, return_cache=False, output_masks=None):
     """Run the model on a batch of token ids.
 
     Parameters
@@ -89,19 +90,37 @@ def forward(params, tokens, num_heads, head_masks=None, return_cache=False):
     head_masks : optional list with one ``(h,)`` array of 0/1 per layer (1 keeps a head,
         0 prunes it), or None to keep every head
     return_cache : also return what :func:`loss_and_grads` needs for the backward pass
+    output_masks : optional list with one entry per layer, None or a ``(batch, n)`` array of
+        0/1: the layer's output at position ``t`` is multiplied by it before it is added to the
+        residual stream, so 0 removes what the layer writes *there* (an ablation; later
+        layers then read the stream without it). Not supported with ``return_cache``.
 
     Returns ``(logits, weights)``: logits ``(batch, n, num_outputs)`` and a list with each
     layer's attention weights ``(batch, h, n, n)`` (plus the cache when asked).
     """
     tokens = _check_tokens(params, tokens)
     n = tokens.shape[1]
+    layers = num_layers(params)
+    if output_masks is not None:
+        if return_cache:
+            raise ValueError("output_masks is for measuring a trained model; it cannot be "
+                             "combined with return_cache (the backward pass does not use it)")
+        if len(output_masks) != layers:
+            raise ValueError(f"output_masks has {len(output_masks)} entries, expected one per "
+                             f"layer ({layers}), each None or a (batch, n) array")
+        for layer, m in enumerate(output_masks):
+            if m is not None and np.shape(m) != tokens.shape:
+                raise ValueError(f"output_masks[{layer}] has shape {_fmt(np.shape(m))}, expected "
+                                 f"(batch, n) = {_fmt(tokens.shape)}: one 0/1 per position")
     mask = causal_mask(n)  # (n, n)
     x = params["embed"][tokens] + params["pos"][:n]  # (batch, n, d_model)
     caches, weights = [], []
-    for layer in range(num_layers(params)):
+    for layer in range(layers):
         w = [params[f"layers.{layer}.{name}"] for name in WEIGHTS]
         head_mask = None if head_masks is None else head_masks[layer]
         y, cache = mha_forward(x, *w, num_heads=num_heads, mask=mask, head_mask=head_mask)
+        if output_masks is not None and output_masks[layer] is not None:
+            y = y * np.asarray(output_masks[layer], dtype=y.dtype)[..., None]  # (batch, n, d_model)
         x = x + y  # (batch, n, d_model): each layer adds to the residual stream
         caches.append(cache)
         weights.append(cache["weights"])  # (batch, h, n, n)
@@ -268,9 +287,12 @@ def train(params, make_batch, num_heads, steps, lr, warmup=100, batch_size=64, s
     return params, losses
 
 
-def accuracy(params, tokens, targets, num_heads, head_masks=None) -> float:
-    """Fraction of the positions with a target (not ``-1``) where the top logit is right."""
-    logits, _ = forward(params, tokens, num_heads, head_masks)
+def accuracy(params, tokens, targets, num_heads, head_masks=None, output_masks=None) -> float:
+    """Fraction of the positions with a target (not ``-1``) where the top logit is right.
+
+    ``head_masks`` and ``output_masks`` are passed to :func:`forward` (pruning, ablations).
+    """
+    logits, _ = forward(params, tokens, num_heads, head_masks, output_masks=output_masks)
     used = np.asarray(targets) >= 0
     return float((logits.argmax(axis=-1) == targets)[used].mean())
 
@@ -289,3 +311,89 @@ def prune_head(w_o, head, num_heads) -> np.ndarray:
     d_head = w_o.shape[0] // num_heads
     w_o[head * d_head:(head + 1) * d_head] = 0.0  # (d_model, d_model), one head's rows cleared
     return w_o
+
+
+def _without(keep, head):
+    """A copy of the 0/1 vector ``keep`` with ``head`` set to 0."""
+    out = np.array(keep, dtype=float)
+    out[head] = 0.0
+    return out
+
+
+def head_importance(params, tokens, targets, num_heads, layer=0, keep=None) -> np.ndarray:
+    """How much the loss rises when each head of ``layer`` is removed, one at a time: ``(h,)``.
+
+    ``keep`` is the layer's current 0/1 head mask (default: every head kept); heads already
+    removed get ``nan``. The other layers keep all their heads. A large value marks a head the
+    model relies on; a value near 0 (or below) a head it can do without. Michel et al. (2019)
+    estimate the same quantity with one gradient per head; here it is measured directly.
+    """
+    layers = num_layers(params)
+    keep = np.ones(num_heads) if keep is None else np.asarray(keep, dtype=float)
+    if keep.shape != (num_heads,):
+        raise ValueError(f"keep has shape {_fmt(keep.shape)}, expected (h,) = ({num_heads},)")
+
+    def loss(mask):
+        masks = [np.ones(num_heads)] * layers
+        masks[layer] = mask
+        return cross_entropy(forward(params, tokens, num_heads, masks)[0], targets)[0]
+
+    base = loss(keep)
+    return np.array([loss(_without(keep, i)) - base if keep[i] else np.nan
+                     for i in range(num_heads)])  # (h,)
+
+
+def pruning_order(params, tokens, targets, num_heads, layer=0) -> list[int]:
+    """Heads of ``layer`` in the order a greedy pruner removes them, least important first.
+
+    At every step the importance of each remaining head is measured again
+    (:func:`head_importance`, given the heads already removed) and the one whose removal
+    raises the loss least goes next. Measure on data kept apart from the test set.
+    """
+    keep, order = np.ones(num_heads), []
+    for _ in range(num_heads):
+        importance = head_importance(params, tokens, targets, num_heads, layer, keep)
+        head = int(np.nanargmin(importance))
+        order.append(head)
+        keep[head] = 0.0
+    return order
+
+
+def accuracy_after_pruning(params, tokens, targets, num_heads, order, layer=0) -> np.ndarray:
+    """Accuracy with the first k heads of ``order`` removed from ``layer``, for k = 0 .. len(order).
+
+    Returns ``(len(order) + 1,)``: entry 0 is the full model's accuracy.
+
+    >>> p = init_model(vocab_size=5, seq_len=4, d_model=8, num_layers=1)
+    >>> tokens = np.zeros((2, 4), dtype=int); targets = np.zeros((2, 4), dtype=int)
+    >>> accuracy_after_pruning(p, tokens, targets, num_heads=2, order=[1, 0]).shape
+    (3,)
+    """
+    layers = num_layers(params)
+    keep, out = np.ones(num_heads), []
+    for k in range(len(order) + 1):
+        if k:
+            keep = _without(keep, order[k - 1])
+        masks = [np.ones(num_heads)] * layers
+        masks[layer] = keep
+        out.append(accuracy(params, tokens, targets, num_heads, head_masks=masks))
+    return np.array(out)
+
+
+def head_output_tables(params, num_heads, layer=0) -> np.ndarray:
+    """What each head adds to the logits for each token it reads: ``(h, vocab, num_outputs)``.
+
+    A head that puts its attention on a position holding token ``a`` adds (the token's part of)
+    ``embed[a] @ W_V[:, head] @ W_O[head] @ unembed`` to the logits: one fixed table, row ``a``,
+    per head, whatever position it reads from (the positional embedding adds a further part,
+    the same for every token, not included here). In a one-layer model this is the whole path
+    from a token read by the head to the answer.
+    """
+    d_model = params["embed"].shape[1]
+    d_head = d_model // num_heads
+    w_v, w_o = params[f"layers.{layer}.w_v"], params[f"layers.{layer}.w_o"]
+    tables = []
+    for head in range(num_heads):
+        cols = slice(head * d_head, (head + 1) * d_head)  # the head's columns of w_v, rows of w_o
+        tables.append(params["embed"] @ w_v[:, cols] @ w_o[cols] @ params["unembed"])  # (vocab, C)
+    return np.stack(tables)  # (h, vocab, num_outputs)

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 
+from mha_helpers.cost import batch_where_cache_exceeds, decode_attention_cost, decoder_params
 from mha_helpers import (
     MODEL_CONFIGS,
     ModelConfig,
@@ -263,6 +264,105 @@ def test_only_models_that_generate_keep_a_kv_cache():
     assert t5.layers_text == "12+12" and t5.kv_cache_bytes_per_token() == kv_cache_bytes(12, 12, 64, 1)
     with pytest.raises(ValueError, match="not both"):
         ModelConfig("x", 8, 1, 2, 2, 4, None, "MHA", "test", encoder_only=True, encoder_decoder=True)
+
+
+# ---------------------------------------------------------------- decoding arithmetic
+
+def _decode_step(num_layers, num_heads, num_kv_heads, d_head, seq_len, rng):
+    """One generated token, layer by layer, with fp16 caches: the bytes of every cache array
+    the step reads, and the multiply-adds of its products, counted from the arrays' shapes."""
+    group = num_heads // num_kv_heads
+    read, macs = 0, 0
+    for _ in range(num_layers):
+        k = rng.normal(size=(num_kv_heads, seq_len, d_head)).astype(np.float16)  # cached keys
+        v = rng.normal(size=(num_kv_heads, seq_len, d_head)).astype(np.float16)  # cached values
+        q = rng.normal(size=(num_heads, 1, d_head)).astype(np.float16)  # the new token's queries
+        read += k.nbytes + v.nbytes  # every cached number, read once
+        k_h = np.repeat(k, group, axis=0)  # (h, s, d_head): each query head's KV head
+        scores = q @ k_h.swapaxes(-1, -2)  # (h, 1, s): each entry sums d_head products
+        macs += scores.size * q.shape[-1]
+        out = scores @ np.repeat(v, group, axis=0)  # (h, 1, d_head): each entry sums s products
+        macs += out.size * scores.shape[-1]
+    return read, 2 * macs
+
+
+@pytest.mark.parametrize("layers, h, g, d_head, s", [(2, 4, 4, 8, 10), (3, 8, 2, 4, 7), (1, 6, 1, 16, 5)])
+def test_decode_cost_counts_the_cache_read_and_the_products_of_one_step(layers, h, g, d_head, s):
+    read, flops = _decode_step(layers, h, g, d_head, s, np.random.default_rng(0))
+    c = decode_attention_cost(layers, h, g, d_head, s)
+    assert c["bytes"] == read and c["flops"] == flops
+    assert c["intensity"] == flops / read == 2 * (h / g) / 2
+    batched = decode_attention_cost(layers, h, g, d_head, s, batch=5)
+    assert batched["bytes"] == 5 * read and batched["flops"] == 5 * flops
+    assert batched["intensity"] == c["intensity"]  # every sequence reads its own cache
+
+
+def test_decode_intensity_of_real_models():
+    def intensity(name, b=2):
+        m = MODEL_CONFIGS[name]
+        return decode_attention_cost(m.num_layers, m.num_heads, m.num_kv_heads, m.d_head, 4096,
+                                     b)["intensity"]
+
+    assert intensity("Llama 2 7B") == 1.0  # MHA, fp16: one FLOP per byte
+    assert intensity("Llama 2 70B") == 8.0  # 64 query heads share 8 KV heads
+    assert intensity("Falcon-7B") == 71.0  # MQA: 71 query heads share one
+    assert intensity("Llama 2 7B", b=4) == 0.5
+
+
+LLAMA2 = {  # config.json of meta-llama/Llama-2-7b-hf and -70b-hf: (d_ff, vocab)
+    "Llama 2 7B": (11008, 32000),
+    "Llama 2 70B": (28672, 32000),
+}
+
+
+def _llama_shapes(c, d_ff, vocab):
+    """The weight shapes of a Llama checkpoint, by name, as its state dict lists them."""
+    d, kv = c.d_model, c.num_kv_heads * c.d_head
+    per_layer = {"q_proj": (d, c.num_heads * c.d_head), "k_proj": (d, kv), "v_proj": (d, kv),
+                 "o_proj": (c.num_heads * c.d_head, d), "gate_proj": (d, d_ff),
+                 "up_proj": (d, d_ff), "down_proj": (d_ff, d), "input_layernorm": (d,),
+                 "post_attention_layernorm": (d,)}
+    shapes = {"embed_tokens": (vocab, d), "norm": (d,), "lm_head": (vocab, d)}
+    for layer in range(c.num_layers):
+        shapes.update({f"layers.{layer}.{k}": v for k, v in per_layer.items()})
+    return shapes
+
+
+@pytest.mark.parametrize("name", sorted(LLAMA2))
+def test_decoder_params_equal_the_entries_of_the_weight_arrays(name):
+    c = MODEL_CONFIGS[name]
+    d_ff, vocab = LLAMA2[name]
+    counted = sum(math.prod(shape) for shape in _llama_shapes(c, d_ff, vocab).values())
+    assert decoder_params(c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head, d_ff,
+                          vocab) == counted
+    assert counted == {"Llama 2 7B": 6_738_415_616, "Llama 2 70B": 68_976_648_192}[name]
+
+
+def test_decoder_params_options():
+    untied = decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100)
+    assert decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100, tied_embeddings=True) == \
+        untied - 100 * 64
+    assert decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100, gated_ffn=False) == \
+        untied - 2 * 64 * 256
+
+
+def test_where_the_kv_cache_outweighs_the_weights():
+    """Llama 2 at 4096 tokens in fp16: the cache passes the weights at 7 sequences (7B) and at
+    103 (70B); with one KV head per query head the 70B model would get there at 13."""
+    for name, at in (("Llama 2 7B", 7), ("Llama 2 70B", 103)):
+        c = MODEL_CONFIGS[name]
+        weights = 2 * decoder_params(c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head,
+                                     *LLAMA2[name])
+        per_sequence = c.cache_bytes(4096)
+        batch = batch_where_cache_exceeds(weights, per_sequence)
+        assert batch == at
+        assert batch * per_sequence > weights >= (batch - 1) * per_sequence
+    c = MODEL_CONFIGS["Llama 2 70B"]
+    weights = 2 * decoder_params(c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head,
+                                 *LLAMA2["Llama 2 70B"])
+    assert batch_where_cache_exceeds(weights, kv_cache_bytes(80, 64, 128, 4096)) == 13
+    with pytest.raises(ValueError, match="must be positive"):
+        batch_where_cache_exceeds(10, 0)
 
 
 # ---------------------------------------------------------------- errors and formatting

@@ -11,10 +11,12 @@ from mha_helpers import causal_mask, multi_head_attention, scaled_dot_product_at
 from mha_helpers.backward import attention_backward, mha_backward, mha_forward, softmax_backward
 from mha_helpers.tasks import (duplicate_token_scores, head_roles, induction_scores,
                                make_vote_tables, previous_token_score, repeated_segment_batch,
-                               role_scores, vote_table_batch, vote_table_task)
-from mha_helpers.training import (accuracy, cross_entropy, forward, init_model, learning_rate,
+                               role_scores, segment_positions, table_correlation,
+                               vote_table_batch, vote_table_task)
+from mha_helpers.training import (accuracy, accuracy_after_pruning, cross_entropy, forward,
+                                  head_importance, head_output_tables, init_model, learning_rate,
                                   loss_and_grads, max_relative_error, numerical_gradients,
-                                  prune_head, train)
+                                  prune_head, pruning_order, train)
 
 TOL = 1e-4
 
@@ -224,30 +226,105 @@ def test_duplicate_token_score_tells_a_duplicate_head_from_a_previous_token_head
                                                       np.array([[-1, -1, -1, 0, 0, -1]])), [0.0])
 
 
-# --- the exercise bank of lesson 06 ----------------------------------------------------------
+# --- ablations, pruning and the measurements of lesson 06's second edition --------------------
 
 
-def test_bank_06_references_pass_and_every_mistake_gets_its_own_hint():
-    from mha_helpers.grading.check import evaluate
-    from mha_helpers.grading.questions import questions_for
+def test_output_mask_removes_what_a_layer_writes_at_those_positions_only():
+    params, tokens, _ = _small_problem(2, seed=11, batch=2)
+    full, _ = forward(params, tokens, 2)
+    ones = np.ones(tokens.shape)
+    same, _ = forward(params, tokens, 2, output_masks=[ones, None])
+    np.testing.assert_array_equal(same, full)
+    # removing layer 0's output everywhere = a model whose layer 0 writes nothing (w_o = 0)
+    silent = dict(params, **{"layers.0.w_o": np.zeros_like(params["layers.0.w_o"])})
+    expected, _ = forward(silent, tokens, 2)
+    got, _ = forward(params, tokens, 2, output_masks=[np.zeros(tokens.shape), None])
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    # a one-layer model: zeroing position 2 changes the logits at position 2 and nowhere else
+    one = init_model(5, 4, 8, 1, seed=3)
+    mask = np.ones(tokens.shape)
+    mask[:, 2] = 0
+    a, _ = forward(one, tokens, 2)
+    b, _ = forward(one, tokens, 2, output_masks=[mask])
+    changed = np.abs(a - b).max(axis=-1) > 1e-12  # (batch, n)
+    assert changed[:, 2].all() and not changed[:, [0, 1, 3]].any()
 
-    questions = questions_for("06_what_heads_learn")
-    assert [q.grade_id for q in questions] == ["q06_head_backward", "q06_measure_roles",
-                                               "q06_roles_seed7", "q06_remove_head",
-                                               "q06_prune_prediction"]
-    for q in questions:
-        right = q.reference if q.kind == "function" else q.expected
-        assert evaluate(q, right)["status"] == "passed", q.grade_id
-        for m in q.mistakes:
-            r = evaluate(q, m.answer)
-            assert r["status"] == "failed" and r["hint"] == m.hint, (q.grade_id, m.name)
+
+def test_output_masks_are_checked():
+    params, tokens, _ = _small_problem(2, seed=1)
+    with pytest.raises(ValueError, match="one per layer"):
+        forward(params, tokens, 2, output_masks=[None])
+    with pytest.raises(ValueError, match=r"output_masks\[1\] has shape \(4,\)"):
+        forward(params, tokens, 2, output_masks=[None, np.ones(4)])
 
 
-def test_seed_7_roles_match_the_exercise_bank():
-    from mha_course_banks.bank_06 import ROLES_SEED_7
+def test_head_importance_is_the_loss_increase_of_removing_each_head():
+    params, tokens, targets = _small_problem(1, seed=4, batch=6)
+    imp = head_importance(params, tokens, targets, num_heads=2)
+    base = cross_entropy(forward(params, tokens, 2)[0], targets)[0]
+    for head in range(2):
+        w_o = prune_head(params["layers.0.w_o"], head, num_heads=2)
+        pruned = cross_entropy(forward(dict(params, **{"layers.0.w_o": w_o}), tokens, 2)[0],
+                               targets)[0]
+        assert imp[head] == pytest.approx(pruned - base, rel=1e-9, abs=1e-12)
+    # heads already removed are not measured again
+    assert np.isnan(head_importance(params, tokens, targets, 2, keep=[0, 1])[0])
 
+
+def test_pruning_measures_each_step_and_removes_the_least_important_head():
+    """Head 1 of this model writes nothing (its rows of w_o are 0): removing it changes nothing,
+    so its importance is exactly 0; the greedy order starts with the head whose removal raises
+    the loss least, and the accuracy curve follows the order."""
     make_batch = vote_table_task()
-    tokens, _ = make_batch(np.random.default_rng(1000), 1000)
-    params, _ = train(init_model(16, 10, 32, 1, seed=7), make_batch, 2, steps=300, lr=1e-2, seed=7)
-    _, weights = forward(params, tokens, 2)
-    assert tuple(head_roles(weights[0])) == ROLES_SEED_7
+    tokens, targets = make_batch(np.random.default_rng(5), 200)
+    params = init_model(16, 10, 32, 1, seed=2)
+    params["layers.0.w_o"] = prune_head(params["layers.0.w_o"], 1, num_heads=4)
+    importance = head_importance(params, tokens, targets, num_heads=4)
+    assert importance[1] == 0.0
+    order = pruning_order(params, tokens, targets, num_heads=4)
+    assert sorted(order) == [0, 1, 2, 3] and order[0] == int(np.argmin(importance))
+    curve = accuracy_after_pruning(params, tokens, targets, 4, order)
+    assert curve.shape == (5,) and curve[0] == accuracy(params, tokens, targets, 4)
+    keep = np.ones(4)
+    keep[order[:2]] = 0
+    assert curve[2] == accuracy(params, tokens, targets, 4, head_masks=[keep])
+    assert curve[4] == accuracy(params, tokens, targets, 4, head_masks=[np.zeros(4)])
+
+
+def test_segment_positions_match_the_generated_sequences():
+    tokens, targets = repeated_segment_batch(np.random.default_rng(8), 300)
+    parts = segment_positions(targets)
+    for b in range(300):
+        second = np.nonzero(parts["second_copy"][b])[0]
+        first = np.nonzero(parts["first_copy"][b])[0]
+        m = len(second)
+        assert second.tolist() == list(range(20 - m, 20)) and len(first) == m
+        assert np.array_equal(tokens[b, first], tokens[b, second])  # the copy is the copy
+        for t in np.nonzero(targets[b] >= 0)[0]:  # each scored query's induction key ...
+            key = t - m + 1
+            assert parts["induction_keys"][b, key] and tokens[b, key - 1] == tokens[b, t]
+        assert parts["induction_keys"][b].sum() == m - 1  # ... and no other position
+
+
+def test_previous_token_score_at_chosen_positions():
+    w = np.zeros((1, 2, 4, 4))
+    w[0, 0, [1, 2, 3], [0, 1, 2]] = 1.0  # head 0 always attends to t - 1
+    w[0, 1, :, 0] = 1.0  # head 1 always attends to position 0
+    np.testing.assert_allclose(previous_token_score(w, np.array([[False, False, True, True]])),
+                               [1.0, 0.0])
+    np.testing.assert_allclose(previous_token_score(w, np.array([[False, True, False, False]])),
+                               [1.0, 1.0])
+    with pytest.raises(ValueError, match="position 0"):
+        previous_token_score(w, np.array([[True, False, False, False]]))
+
+
+def test_head_output_tables_are_the_path_from_a_read_token_to_the_logits():
+    """Put all attention on one position by hand: the change in the logits is the head's table."""
+    params = init_model(6, 3, 8, 1, num_outputs=5, seed=9)
+    tables = head_output_tables(params, num_heads=2)
+    assert tables.shape == (2, 6, 5)
+    np.testing.assert_allclose(tables.sum(axis=0),
+                               params["embed"] @ params["layers.0.w_v"] @ params["layers.0.w_o"]
+                               @ params["unembed"], rtol=1e-10, atol=1e-12)
+    assert table_correlation(tables[0], 3 * tables[0] + 1) == pytest.approx(1.0)
+    assert abs(table_correlation(tables[0], tables[1])) < 0.9

@@ -1,0 +1,175 @@
+"""The longer training runs behind lesson 06, too slow for the notebook itself.
+
+    .venv/bin/python benchmarks/lesson06_long_runs.py            # everything, about 6 minutes
+    .venv/bin/python benchmarks/lesson06_long_runs.py --only vote
+    .venv/bin/python benchmarks/lesson06_long_runs.py --only induction
+
+Lesson 06 trains every model it shows in under half a minute. Two of its questions need more
+runs than that budget allows, so this script answers them with the lesson's own helpers and
+set-ups, and the lesson quotes its output, labelled as such:
+
+1. **vote**: how far one head gets on the vote-table task with more training. One head (h = 1)
+   and two heads (h = 2), d_model = 32, for every combination of 3 vote tables
+   (``table_seed`` 0-2) and 3 seeds (0-2), with budgets of 300, 1,000, 3,000 and 10,000 steps
+   for h = 1 and 300 and 1,000 for h = 2 (each budget is its own run: the learning rate warms
+   up for 100 steps, then decays to zero at the run's last step). Accuracy on 1,000 fresh
+   test sequences per table.
+2. **induction**: how many seeds learn the repeated-segment task under each loss (a loss on
+   the second copy only, as in the lesson's section 5, or the next token at every position,
+   section 6), 6 seeds each, 600 steps, and for each run the measurements that say *how* it
+   solved the task: layer 0's previous-token score at the induction keys, its duplicate-token
+   score, layer 1's induction score, and accuracy with layer 0's output removed at the
+   first-copy or at the second-copy positions (K- or Q-composition).
+
+Everything is seeded: the same machine and library versions give the same numbers. The
+results are printed and written to ``benchmarks/results/lesson06_long_runs.json`` (not
+committed); ``benchmarks/README.md`` records the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from mha_helpers.tasks import (duplicate_token_scores, induction_scores,  # noqa: E402
+                               previous_token_score, repeated_segment_task, segment_positions,
+                               vote_table_task)
+from mha_helpers.training import accuracy, forward, init_model, train  # noqa: E402
+
+VOTE = dict(lr=1e-2, warmup=100, batch_size=64)  # lesson 06, section 2 (steps vary here)
+VOTE_BUDGETS = {1: (300, 1000, 3000, 10000), 2: (300, 1000)}
+INDUCTION = dict(steps=600, lr=1e-2, warmup=100, batch_size=32)  # lesson 06, sections 5 and 6
+LEARNED = 0.8  # a run "learns the task" when it gets at least 80 % of the second copy right
+
+
+def vote_runs(log) -> list[dict]:
+    rows = []
+    for table_seed in range(3):
+        make_votes = vote_table_task(vocab_size=16, seq_len=10, table_seed=table_seed)
+        test = make_votes(np.random.default_rng(1000), 1000)
+        for h, budgets in VOTE_BUDGETS.items():
+            for steps in budgets:
+                for seed in range(3):
+                    t0 = time.perf_counter()
+                    start = init_model(vocab_size=16, seq_len=10, d_model=32, num_layers=1, seed=seed)
+                    model, losses = train(start, make_votes, h, steps=steps, seed=seed, **VOTE)
+                    row = {"table_seed": table_seed, "h": h, "steps": steps, "seed": seed,
+                           "accuracy": accuracy(model, *test, num_heads=h),
+                           "final_loss": float(losses[-20:].mean()),
+                           "seconds": time.perf_counter() - t0}
+                    rows.append(row)
+                    log(f"  vote table {table_seed}  h = {h}  {steps:>6} steps  seed {seed}: "
+                        f"{row['accuracy']:.1%}  ({row['seconds']:.1f} s)")
+    return rows
+
+
+def induction_runs(log) -> list[dict]:
+    make_repeats = repeated_segment_task(vocab_size=24, seq_len=20, min_len=4, max_len=9)
+
+    def make_next_token(rng, batch_size):  # the same sequences, the next token everywhere
+        tokens, _ = make_repeats(rng, batch_size)
+        targets = np.where(np.arange(20) < 19, np.roll(tokens, -1, axis=1), -1)
+        return tokens, targets
+
+    tokens, targets = make_repeats(np.random.default_rng(2000), 1000)  # the lesson's test set
+    parts = segment_positions(targets)
+    rows = []
+    for loss, make_batch in (("second copy", make_repeats), ("every position", make_next_token)):
+        for seed in range(6):
+            t0 = time.perf_counter()
+            start = init_model(vocab_size=25, seq_len=20, d_model=32, num_layers=2, num_outputs=24,
+                               seed=seed)
+            model, _ = train(start, make_batch, num_heads=1, seed=seed, **INDUCTION)
+            _, weights = forward(model, tokens, num_heads=1)
+            acc = accuracy(model, tokens, targets, num_heads=1)
+            without = {part: accuracy(model, tokens, targets, num_heads=1,
+                                      output_masks=[~parts[part], None])
+                       for part in ("first_copy", "second_copy")}
+            if acc < LEARNED:
+                label = "not learned"
+            elif without["first_copy"] < without["second_copy"]:
+                label = "K-composition"  # layer 0 is needed where the keys are
+            else:
+                label = "Q-composition"  # layer 0 is needed where the queries are
+            row = {"loss": loss, "seed": seed, "accuracy": acc,
+                   "previous_at_keys": float(previous_token_score(weights[0], parts["induction_keys"])[0]),
+                   "duplicate": float(duplicate_token_scores(weights[0], tokens, targets)[0]),
+                   "induction": float(induction_scores(weights[1], tokens, targets)[0]),
+                   "without_layer0_first_copy": without["first_copy"],
+                   "without_layer0_second_copy": without["second_copy"],
+                   "label": label, "seconds": time.perf_counter() - t0}
+            rows.append(row)
+            log(f"  induction, loss on {loss:<14} seed {seed}: {acc:.1%}  {label}  "
+                f"({row['seconds']:.1f} s)")
+    return rows
+
+
+def vote_table(rows) -> str:
+    lines = ["One head vs two on the vote-table task (d_model = 32; 3 tables x 3 seeds per cell)",
+             f"{'h':>2} {'steps':>7} {'min':>7} {'mean':>7} {'max':>7}   every run (table, seed)"]
+    for h, budgets in VOTE_BUDGETS.items():
+        for steps in budgets:
+            accs = [r["accuracy"] for r in rows if r["h"] == h and r["steps"] == steps]
+            every = " ".join(f"{a:.0%}" for a in accs)
+            lines.append(f"{h:>2} {steps:>7} {min(accs):>7.1%} {np.mean(accs):>7.1%} "
+                         f"{max(accs):>7.1%}   {every}")
+    return "\n".join(lines)
+
+
+def induction_table(rows) -> str:
+    lines = ["Repeated-segment task, 2 layers x 1 head, 600 steps; accuracy on the second copy of "
+             "the lesson's 1,000 test sequences",
+             f"{'loss on':<15} {'seed':>4} {'accuracy':>9} {'L0 t-1 at keys':>15} "
+             f"{'L0 earlier copy':>16} {'L1 induction':>13} {'L0 off at 1st copy':>19} "
+             f"{'L0 off at 2nd copy':>19}  how"]
+    for r in rows:
+        lines.append(f"{r['loss']:<15} {r['seed']:>4} {r['accuracy']:>9.1%} "
+                     f"{r['previous_at_keys']:>15.2f} {r['duplicate']:>16.2f} {r['induction']:>13.2f} "
+                     f"{r['without_layer0_first_copy']:>19.1%} {r['without_layer0_second_copy']:>19.1%}"
+                     f"  {r['label']}")
+    for loss in ("second copy", "every position"):
+        learned = sum(r["label"] != "not learned" for r in rows if r["loss"] == loss)
+        total = sum(r["loss"] == loss for r in rows)
+        lines.append(f"loss on the {loss}: {learned} of {total} seeds learn the task "
+                     f"(accuracy >= {LEARNED:.0%})")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("vote", "induction"), action="append",
+                        help="run one part (repeatable); default: both")
+    args = parser.parse_args(argv)
+    parts = args.only or ["vote", "induction"]
+    t0 = time.perf_counter()
+    results = {"machine": f"{platform.machine()}, {platform.system()}, Python "
+                          f"{platform.python_version()}, NumPy {np.__version__}"}
+    tables = []
+    if "vote" in parts:
+        results["vote"] = vote_runs(print)
+        tables.append(vote_table(results["vote"]))
+    if "induction" in parts:
+        results["induction"] = induction_runs(print)
+        tables.append(induction_table(results["induction"]))
+    results["seconds"] = time.perf_counter() - t0
+    print()
+    print("\n\n".join(tables))
+    print(f"\ntotal: {results['seconds'] / 60:.1f} minutes ({results['machine']})")
+    out = HERE / "results" / "lesson06_long_runs.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=1))
+    print(f"written: {out.relative_to(HERE.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

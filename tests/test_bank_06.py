@@ -1,0 +1,150 @@
+"""The graded questions of exercise 06 (what heads learn).
+
+For every question: the reference passes on the public cases and on fresh ones; every classic
+mistake fails on the public cases and gets its OWN hint (the public cases tell each mistake
+apart from the right answer and from every other mistake); the references agree with the
+course's functions an answer may not call; an answer that clears rows of its input in place is
+caught on q06_remove_head's public cases; and the roles the bank expects for seed 7 are the
+ones training actually produces.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from mha_helpers import causal_mask, scaled_dot_product_attention
+from mha_helpers.backward import attention_backward
+from mha_helpers.grading.check import evaluate
+from mha_helpers.grading.compare import difference
+from mha_helpers.grading.questions import get_question, questions_for
+from mha_helpers.tasks import head_roles, role_scores, vote_table_task
+from mha_helpers.training import forward, init_model, prune_head, train
+
+QUESTIONS = [q for q in questions_for("06_what_heads_learn") if q.kind != "manual"]
+FUNCTIONS = [q for q in QUESTIONS if q.kind == "function"]
+SEEDS = [1, 2, 3, 17, 123]
+
+
+def _right(q):
+    return q.reference if q.kind == "function" else q.expected
+
+
+def _out(fn, args):
+    try:
+        return fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception as exc:
+        return f"raised {type(exc).__name__}"
+
+
+def test_the_questions_of_exercise_06():
+    assert [q.grade_id for q in questions_for("06_what_heads_learn")] == [
+        "q06_head_backward", "q06_measure_roles", "q06_roles_seed7", "q06_remove_head",
+        "q06_prune_prediction"]
+
+
+@pytest.mark.parametrize("q", QUESTIONS, ids=lambda q: q.grade_id)
+def test_reference_passes_on_the_public_cases(q):
+    assert evaluate(q, _right(q))["status"] == "passed"
+
+
+@pytest.mark.parametrize("q", FUNCTIONS, ids=lambda q: q.grade_id)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reference_passes_on_fresh_cases_and_every_mistake_fails(q, seed):
+    cases = q.cases(np.random.default_rng(seed))
+    assert evaluate(q, _right(q), cases)["status"] == "passed"
+    for m in q.mistakes:
+        assert evaluate(q, m.answer, cases)["status"] in ("failed", "error"), m.name
+
+
+MISTAKES = [(q, m) for q in QUESTIONS for m in q.mistakes]
+
+
+@pytest.mark.parametrize("q, m", MISTAKES, ids=[f"{q.grade_id}-{m.name}" for q, m in MISTAKES])
+def test_each_mistake_gets_its_own_hint_on_the_public_cases(q, m):
+    r = evaluate(q, m.answer)
+    assert r["status"] == "failed", (m.name, r["message"])
+    assert r["hint"] == m.hint, (m.name, r["message"], r["hint"])
+
+
+@pytest.mark.parametrize("q", FUNCTIONS, ids=lambda q: q.grade_id)
+def test_different_mistakes_give_different_numbers_on_some_public_case(q):
+    cases = q.cases(np.random.default_rng(q.public_seed))
+    outputs = {m.name: [_out(m.answer, c) for c in cases] for m in q.mistakes}
+    for a, b in itertools.combinations(q.mistakes, 2):
+        assert any(
+            (isinstance(x, str) or isinstance(y, str)) and x != y
+            or not isinstance(x, str) and not isinstance(y, str) and difference(x, y) is not None
+            for x, y in zip(outputs[a.name], outputs[b.name])
+        ), f"{q.grade_id}: {a.name!r} and {b.name!r} give the same numbers on every public case"
+
+
+def test_masking_after_the_softmax_is_named():
+    def after(q, k, v, d_out):
+        n, d_k = q.shape
+        s = q @ k.T / np.sqrt(d_k)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        w = e / e.sum(axis=1, keepdims=True) * causal_mask(n)  # masked after normalising
+        d_w = d_out @ v.T
+        d_s = w * (d_w - (d_w * w).sum(axis=1, keepdims=True)) / np.sqrt(d_k)
+        return d_s @ k, d_s.T @ q, w.T @ d_out
+
+    r = evaluate(get_question("q06_head_backward"), after)
+    assert r["status"] == "failed" and "after the softmax" in r["hint"]
+
+
+def test_swapped_columns_are_named():
+    def swapped(weights):
+        t = np.arange(2, weights.shape[-1])
+        return np.stack([weights[:, :, t, 0].mean(axis=(0, 2)),
+                         weights[:, :, t, t - 1].mean(axis=(0, 2))], axis=1)
+
+    r = evaluate(get_question("q06_measure_roles"), swapped)
+    assert r["status"] == "failed" and "swapped columns" in r["hint"]
+
+
+def test_an_in_place_remove_head_is_caught_on_the_public_cases():
+    def in_place(w_o, head, num_heads):
+        d_head = w_o.shape[0] // num_heads
+        w_o[head * d_head:(head + 1) * d_head] = 0.0
+        return w_o
+
+    r = evaluate(get_question("q06_remove_head"), in_place)
+    assert r["status"] != "passed" and r["points"] == 0
+    assert "in place" in r["message"]
+
+
+def test_remove_head_public_cases_reuse_one_input_and_have_no_zero_rows():
+    cases = get_question("q06_remove_head").cases(np.random.default_rng(0))
+    assert cases[0][0] is cases[1][0] and cases[0][1] != cases[1][1]
+    for w_o, _, _ in cases:  # clearing any row of the input changes it
+        assert np.all(np.abs(w_o).sum(axis=1) > 0)
+
+
+@pytest.mark.parametrize("seed", [0, *SEEDS])
+def test_references_agree_with_the_course_functions(seed):
+    rng = np.random.default_rng
+    q = get_question("q06_head_backward")
+    for qq, k, v, d_out in q.cases(rng(seed)):
+        _, weights = scaled_dot_product_attention(qq, k, v, causal_mask(qq.shape[0]))
+        for mine, course in zip(q.reference(qq, k, v, d_out), attention_backward(qq, k, v, weights, d_out)):
+            np.testing.assert_allclose(mine, course, rtol=1e-10, atol=1e-12)
+    q = get_question("q06_measure_roles")
+    for (weights,) in q.cases(rng(seed)):
+        np.testing.assert_allclose(q.reference(weights), role_scores(weights, start=2), rtol=1e-12)
+    q = get_question("q06_remove_head")
+    for w_o, head, h in q.cases(rng(seed)):
+        np.testing.assert_array_equal(q.reference(w_o, head, h), prune_head(w_o, head, h))
+
+
+def test_seed_7_roles_match_the_exercise_bank():
+    from mha_course_banks.bank_06 import ROLES_SEED_7
+
+    make_batch = vote_table_task()
+    tokens, _ = make_batch(np.random.default_rng(1000), 1000)
+    params, _ = train(init_model(16, 10, 32, 1, seed=7), make_batch, 2, steps=300, lr=1e-2, seed=7)
+    _, weights = forward(params, tokens, 2)
+    assert tuple(head_roles(weights[0])) == ROLES_SEED_7
+    assert get_question("q06_roles_seed7").expected == ROLES_SEED_7
