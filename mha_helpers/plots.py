@@ -102,14 +102,15 @@ def plot_heads(weights, tokens, title="Attention weights per head", key_tokens=N
 # One function, :func:`layer_diagram_layout`, decides where every block goes and which colour it
 # has; two thin renderers draw that layout: :func:`plot_layer_diagram` with matplotlib (lessons)
 # and :func:`layer_diagram_svg` as inline SVG (the shape explorer, which must redraw in a few
-# milliseconds). Coordinates are in units of 0.1 inch, y pointing down.
+# milliseconds). Coordinates are in abstract units (0.08 inch when drawn), y pointing down.
 
 #: Paul Tol's "muted" qualitative scheme: nine colours that stay distinct for the common forms
 #: of colour-vision deficiency. Head i gets HEAD_COLOURS[i % 9].
 HEAD_COLOURS = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
                 "#882255", "#AA4499")
 _INK, _GREY, _LINE = "#222222", "#bbbbbb", "#555555"
-_PT_PER_UNIT = 7.2  # 1 unit = 0.1 inch = 7.2 points
+_INCH_PER_UNIT = 0.08  # drawn size: 1 unit = 0.08 inch
+_PT_PER_UNIT = 72 * _INCH_PER_UNIT  # font sizes are in points
 MAX_PATTERNS_DRAWN = 8
 
 
@@ -161,8 +162,8 @@ class Arrow:
 
 @dataclass(frozen=True)
 class DiagramLayout:
-    """Everything a renderer needs: the canvas size (units of 0.1 inch) and the items in
-    drawing order."""
+    """Everything a renderer needs: the canvas size (in layout units) and the items in drawing
+    order."""
 
     d_model: int
     num_heads: int
@@ -266,10 +267,11 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
         xe = cx + cw * (a + b + 1) / 2 / d_model
         ye = cy - 0.4 if ys < cy else cy + ch + 0.4
         items.append(Arrow(xs + 0.6, ys, xe, ye, colour=head_colour(i), width=1.0))
-    items.append(Label(cx + cw / 2, top + 2.0, "head i's output,", size=7))
-    items.append(Label(cx + cw / 2, top + 4.2, f"pattern_i \u00b7 V_i of shape ({nn}, {d_head}),", size=7))
-    items.append(Label(cx + cw / 2, top + 6.4, "fills block i", size=7))
-    items.append(Label(cx + cw / 2, cy + ch + 2.8, f"concat: ({nn}, h\u00b7d_head) = ({nn}, {d_model})", size=7))
+    # (all labels above the bar: the arrows arrive from the left, above and below it)
+    items.append(Label(cx + cw / 2, top + 1.5, f"concat: ({nn}, h\u00b7d_head) = ({nn}, {d_model})", size=7))
+    items.append(Label(cx + cw / 2, top + 4.5, "head i's output,", size=7))
+    items.append(Label(cx + cw / 2, top + 6.7, f"pattern_i \u00b7 V_i of shape ({nn}, {d_head}),", size=7))
+    items.append(Label(cx + cw / 2, top + 8.9, "fills block i", size=7))
 
     # 4. W_O: row blocks, then the output
     ox, ow = 90.0, 18.0
@@ -298,9 +300,10 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
         else:
             a, b = blocks[i]
             items.append(Box(8.0, y - 1.2, 2.4, 2.4, head_colour(i), "legend", i))
-            items.append(Label(11.5, y + 0.6, f"head {i}: columns {_span(a, b)} of W_Q, W_K and W_V "
-                               f"\u2192 its own pattern \u2192 features {_span(a, b)} of the concatenation "
-                               f"\u2192 rows {_span(a, b)} of W_O", size=7.5, anchor="start"))
+            sp, pl = _span(a, b), "" if a == b else "s"
+            items.append(Label(11.5, y + 0.6, f"head {i}: column{pl} {sp} of W_Q, W_K and W_V "
+                               f"\u2192 its own pattern \u2192 feature{pl} {sp} of the concatenation "
+                               f"\u2192 row{pl} {sp} of W_O", size=7.5, anchor="start"))
         y += 3.2
     return DiagramLayout(d_model, h, d_head, 112.0, y + 0.8, tuple(items), title)
 
@@ -316,7 +319,7 @@ def plot_layer_diagram(d_model: int, num_heads: int, n: int | None = None, ax=No
 
     lay = layer_diagram_layout(d_model, num_heads, n)
     if ax is None:
-        fig = plt.figure(figsize=(lay.width / 10, lay.height / 10))
+        fig = plt.figure(figsize=(lay.width * _INCH_PER_UNIT, lay.height * _INCH_PER_UNIT))
         ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, lay.width)
     ax.set_ylim(lay.height, 0)
