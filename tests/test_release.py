@@ -1,6 +1,7 @@
 """exercises/ is generated from solutions/: drift, nbgrader metadata, and what a learner sees.
 
-* The committed ``exercises/`` must be exactly what ``mha-course release`` produces.
+* The committed ``exercises/`` and self-check data must be exactly what ``mha-course release``
+  produces, and the data holds no reference code and no expected value in plain form.
 * Every solution and exercise notebook has valid nbgrader schema-3 metadata, and every
   automatically graded question has an answer cell and a check cell worth its points.
 * A fresh exercise notebook runs top to bottom in a real kernel without an error, and each
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 from pathlib import Path
 
@@ -17,7 +19,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from mha_helpers.grading.grader import _check_calls
+from mha_helpers.grading.course import Course, find_course
+from mha_helpers.grading.program import _check_calls
 from mha_helpers.grading.questions import questions_for
 from mha_helpers.grading.release import (ReleaseError, release, release_notebook,
                                          validate_nbgrader_metadata)
@@ -37,24 +40,52 @@ def _nbgrader(cell):
 # Drift
 
 
-def test_committed_exercises_are_what_release_produces():
-    stale = release(SOLUTIONS, EXERCISES, check=True)
+def test_committed_exercises_and_selfcheck_data_are_what_release_produces():
+    stale = release(find_course(start=ROOT), check=True)
     assert stale == [], f"out of date, run `mha-course release`: {[p.name for p in stale]}"
 
 
-def test_release_check_reports_a_hand_edited_exercise(tmp_path):
-    sol, ex = tmp_path / "solutions", tmp_path / "exercises"
-    shutil.copytree(SOLUTIONS, sol)
-    release(sol, ex)
-    assert release(sol, ex, check=True) == []
+def test_release_check_reports_a_hand_edited_exercise_and_data(tmp_path):
+    shutil.copytree(SOLUTIONS, tmp_path / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    course = Course(tmp_path)
+    release(course)
+    assert release(course, check=True) == []
+    ex = course.exercises
     target = sorted(ex.glob("*.ipynb"))[0]
     nb = nbformat.read(target, as_version=4)
     nb.cells[0].source += "\nedited by hand"
     nbformat.write(nb, target)
     (ex / "orphan.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
-    assert sorted(p.name for p in release(sol, ex, check=True)) == sorted([target.name, "orphan.ipynb"])
-    release(sol, ex)  # regenerating repairs both
-    assert release(sol, ex, check=True) == []
+    data = sorted(course.data.glob("*.json"))[0]
+    data.write_text(data.read_text().replace('"points": ', '"points": 1', 1))
+    assert sorted(p.name for p in release(course, check=True)) == sorted(
+        [target.name, "orphan.ipynb", data.name])
+    release(course)  # regenerating repairs all three
+    assert release(course, check=True) == []
+
+
+DATA_FILES = sorted((ROOT / "mha_helpers" / "grading" / "data").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", DATA_FILES, ids=lambda p: p.name)
+def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path):
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert "BEGIN SOLUTION" not in text  # the template is the released (student) notebook
+    questions = json.dumps(data["questions"])
+    assert "def " not in questions and "lambda" not in questions and "__code__" not in questions
+    for q in data["questions"]:
+        if q["kind"] != "value":
+            continue
+        from mha_helpers.grading.questions import get_question
+
+        expected = get_question(q["grade_id"]).expected
+        public = json.dumps(q["public"])
+        if isinstance(expected, str) or (isinstance(expected, tuple) and all(isinstance(v, str) for v in expected)):
+            for word in ([expected] if isinstance(expected, str) else expected):
+                assert f'"{word}"' not in public, (q["grade_id"], word)
+        assert set(q["public"]) == {"info", "mistakes"}
+        assert set(q["public"]["info"]) <= {"hashes", "type", "shape", "length"}
 
 
 # ---------------------------------------------------------------------------------------------

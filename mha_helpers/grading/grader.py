@@ -180,7 +180,7 @@ def grade_submission(sub: Submission, templates: dict, opts: Options, seed: int)
     except Exception as exc:  # an unreadable file, a permission problem...
         return _row(sub, "not-a-notebook", [f"could not be read: {type(exc).__name__}"])
     try:
-        row = _grade_loaded(sub, nb, notes, templates, opts, seed)
+        row = _grade_loaded(sub, nb, list(sub.notes) + notes, templates, opts, seed)
     except Exception as exc:  # never crash the batch
         row = _row(sub, "grader-error", [f"{type(exc).__name__}: {exc}"[:300]])
     row["timing"]["wall"] = round(time.time() - t0, 4)

@@ -176,9 +176,10 @@ def _bwrap_args(limits: Limits, mpl_cache: str | None, seccomp_fd: int | None) -
         args += ["--ro-bind", p, p]
     inner_pkg = f"{INNER_PACKAGE_ROOT}/mha_helpers"
     args += ["--ro-bind", str(PACKAGE_DIR), inner_pkg]
-    args += ["--tmpfs", f"{inner_pkg}/grading/data"]  # the self-check data: not for student code
-    if any(str(data_dir).startswith(p.rstrip("/") + "/") for p in _python_paths()):
-        args += ["--tmpfs", str(data_dir)]
+    if data_dir.is_dir():  # the self-check data: not for student code
+        args += ["--tmpfs", f"{inner_pkg}/grading/data"]
+        if any(str(data_dir).startswith(p.rstrip("/") + "/") for p in _python_paths()):
+            args += ["--tmpfs", str(data_dir)]
     if mpl_cache:
         args += ["--ro-bind", mpl_cache, "/mplcache"]
     args += ["--proc", "/proc"]
