@@ -1,0 +1,391 @@
+"""Build the course website: ``make site``, or ``.venv/bin/python site_src/build_site.py``.
+
+The site is built offline with Sphinx, myst-nb and sphinx-book-theme from the notebooks' STORED
+outputs (nothing is re-executed), into ``site/`` (git-ignored). Open ``site/index.html``.
+
+    python site_src/build_site.py                    # build into site/
+    python site_src/build_site.py --out /tmp/site    # somewhere else (tests, benchmarks)
+    python site_src/build_site.py --clean            # rebuild every page (drop Sphinx's cache)
+    python site_src/build_site.py --screenshot docs/images/site_lesson.png
+                                                     # ...then photograph a lesson page (Chromium)
+
+What goes in is found by glob, so new lessons, exercises and guides appear without editing
+this file: ``notebooks/NN_*.ipynb`` (the lessons, in order), ``exercises/NN_*.ipynb`` (the
+released student notebooks), ``docs/*.md`` (guides and sources; ``docs/images/`` comes along).
+They are copied into a staging folder (``build/site/src/``) next to a home page generated from
+the README's introduction and lesson map; ``site_src/conf.py`` is the Sphinx configuration.
+Sphinx works in ``build/site/`` (myst-nb writes figures beside its output folder, so that
+folder must not be the repository root) and the finished site is copied to ``site/``.
+
+The repository URL for the Binder links is read from one place: ``[project.urls]`` in
+pyproject.toml (the key ``Repository``, else ``Source`` or ``Homepage``). While that names the
+placeholder owner ``OWNER-NOT-SET`` (or nothing), the Binder links lead nowhere and the build
+says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+import urllib.parse
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEFAULT_OUT = ROOT / "site"
+DEFAULT_WORK = ROOT / "build" / "site"  # staged sources, Sphinx's caches and its raw output
+
+# Until the course has a public home, pyproject.toml names this placeholder (so does the build
+# when pyproject.toml names none): the Binder links then lead nowhere, and the build says so.
+PLACEHOLDER_OWNER = "OWNER-NOT-SET"
+PLACEHOLDER_REPOSITORY = f"https://github.com/{PLACEHOLDER_OWNER}/mha-course"
+URL_KEYS = ("Repository", "repository", "Source", "source", "Source Code", "Homepage", "homepage")
+JUPYTERLAB_URL = "http://localhost:8888/lab/tree/{path}"  # what `make lab` serves (default port)
+BINDER_HUB = "https://mybinder.org"
+
+# Guides in the order a reader wants them; any other docs/*.md follows, alphabetically.
+DOCS_ORDER = ("learner_guide", "instructor_guide", "sources")
+LESSON_GLOB = "[0-9][0-9]_*.ipynb"
+KATEX_CSS_VERSION = "0.16.22"  # site_src/_static/katex/ (see site_src/README.md)
+
+
+# --- what goes into the site -----------------------------------------------------------------
+
+def lessons(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "notebooks").glob(LESSON_GLOB))
+
+
+def exercises(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "exercises").glob(LESSON_GLOB))
+
+
+def docs_pages(root: Path = ROOT) -> list[Path]:
+    pages = sorted((root / "docs").glob("*.md"))
+    rank = {name: i for i, name in enumerate(DOCS_ORDER)}
+    return sorted(pages, key=lambda p: (rank.get(p.stem, len(rank)), p.stem))
+
+
+# --- the repository URL and the links built from it ------------------------------------------
+
+def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str, bool]:
+    """``(url, is_placeholder)`` from ``[project.urls]`` in pyproject.toml."""
+    try:
+        urls = tomllib.loads(pyproject.read_text())["project"].get("urls", {})
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        urls = {}
+    for key in URL_KEYS:
+        url = str(urls.get(key, "")).strip()
+        if url.startswith(("https://", "http://")):
+            url = url.rstrip("/").removesuffix(".git")
+            return url, PLACEHOLDER_OWNER in url
+    return PLACEHOLDER_REPOSITORY, True
+
+
+def binder_url(repo_url: str, path: str, ref: str = "HEAD") -> str:
+    """A mybinder.org link that opens ``path`` (relative to the repository root) in JupyterLab."""
+    parts = urllib.parse.urlsplit(repo_url)
+    slug = parts.path.strip("/").removesuffix(".git")
+    query = "urlpath=" + urllib.parse.quote(f"lab/tree/{path}", safe="/")
+    if parts.netloc == "github.com" and slug.count("/") == 1:
+        return f"{BINDER_HUB}/v2/gh/{slug}/{ref}?{query}"
+    if parts.netloc == "gitlab.com" and slug:
+        return f"{BINDER_HUB}/v2/gl/{urllib.parse.quote(slug, safe='')}/{ref}?{query}"
+    return f"{BINDER_HUB}/v2/git/{urllib.parse.quote(repo_url, safe='')}/{ref}?{query}"
+
+
+def jupyterlab_url(path: str) -> str:
+    return JUPYTERLAB_URL.format(path=urllib.parse.quote(path, safe="/"))
+
+
+# --- the home page, from the README ----------------------------------------------------------
+
+def _sections(markdown: str) -> tuple[str, dict[str, str]]:
+    """Split a Markdown file at its level-2 headings: (text before the first, {title: body})."""
+    pieces = re.split(r"^## +(.+?)\s*$", markdown, flags=re.M)
+    return pieces[0], {title: body for title, body in zip(pieces[1::2], pieces[2::2])}
+
+
+def notebook_title(path: Path) -> str:
+    """The first level-1 heading of a notebook (its title on the site), else its file name."""
+    import nbformat
+
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            m = re.search(r"^# +(.+?)\s*$", cell.source, flags=re.M)
+            if m:
+                return m.group(1)
+    return path.stem
+
+
+def _link_paths(text: str, stage: Path) -> str:
+    """Turn the lesson map's `notebooks/x.ipynb` code spans into links to the pages."""
+    def repl(m: re.Match) -> str:
+        path = m.group(1)
+        if not (stage / path).is_file():
+            return m.group(0)
+        if path.startswith("notebooks/"):
+            label = notebook_title(stage / path)
+        elif path.startswith("exercises/"):
+            label = "exercise " + Path(path).stem.split("_")[0]
+        else:
+            label = path
+        return f"[{label}]({path})"
+    return re.sub(r"`((?:notebooks|exercises|docs)/[\w.\-/]+\.(?:ipynb|md))`", repl, text)
+
+
+def home_page(readme: str, stage: Path, docs: list[str]) -> str:
+    head, sections = _sections(readme)
+    lesson_map = next((body for title, body in sections.items() if title.lower().startswith("lesson map")), "")
+    lines = [head.strip(), ""]
+    if lesson_map:
+        lines += ["## Lesson map", "", _link_paths(lesson_map.strip(), stage), ""]
+    lines += [
+        "## Reading and running",
+        "",
+        "Each lesson page is the notebook as it is stored, with every output: the figures, the",
+        "printed results and a static picture of each explorer's starting state. To move the",
+        "sliders and check your exercise answers, run the notebooks: every lesson and exercise",
+        "page has a link to download its `.ipynb`, to open it in your own JupyterLab (after",
+        "`make lab` in a copy of the course) and to open it on Binder.",
+        "",
+        "```{toctree}", ":caption: Lessons", ":hidden:", ":glob:", "", "notebooks/[0-9][0-9]_*", "```",
+        "",
+        "```{toctree}", ":caption: Exercises", ":hidden:", "", "exercises/index", "```",
+        "",
+    ]
+    if docs:
+        lines += ["```{toctree}", ":caption: Guides", ":hidden:", "", *docs, "```", ""]
+    return "\n".join(lines)
+
+
+def exercises_page(names: list[str]) -> str:
+    rows = "\n".join(f"- [{name}]({name}.ipynb)" for name in names)
+    return "\n".join([
+        "# Exercises",
+        "",
+        "One exercise notebook per lesson, with the same numbers. Each page shows the notebook a",
+        "learner receives (the released student version, answers not filled in) and links to",
+        "download it. Every answer has a check cell below it that tells you at once whether the",
+        "answer is right and, if not, gives a hint aimed at the usual mistake.",
+        "",
+        rows,
+        "",
+        "```{toctree}", ":hidden:", ":glob:", "", "[0-9][0-9]_*", "```",
+        "",
+    ])
+
+
+# --- staging ---------------------------------------------------------------------------------
+
+def _write_if_changed(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _copy_if_changed(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not dest.is_file() or not filecmp.cmp(src, dest, shallow=False):
+        shutil.copy2(src, dest)
+
+
+def _fix_folder_links(text: str, folder: str) -> str:
+    """``[x](../exercises/)`` names a folder; on the site it is that folder's index page."""
+    return re.sub(r"\]\((\.\./)?" + re.escape(folder) + r"/?\)", lambda m: f"]({m.group(1) or ''}{folder}/index.md)", text)
+
+
+def stage(dest: Path, root: Path = ROOT) -> dict:
+    """Lay out the Sphinx source folder; returns what went in."""
+    import nbformat
+
+    dest.mkdir(parents=True, exist_ok=True)
+    wanted: set[Path] = set()
+    lesson_files, exercise_files, doc_files = lessons(root), exercises(root), docs_pages(root)
+    for src in lesson_files + exercise_files:
+        target = dest / src.parent.name / src.name
+        nb = nbformat.read(src, as_version=4)
+        changed = False
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                fixed = _fix_folder_links(cell.source, "exercises")
+                changed |= fixed != cell.source
+                cell.source = fixed
+        if changed:
+            _write_if_changed(target, nbformat.writes(nb) + "\n")
+        else:
+            _copy_if_changed(src, target)
+        wanted.add(target)
+    for src in doc_files:
+        _copy_if_changed(src, dest / "docs" / src.name)
+        wanted.add(dest / "docs" / src.name)
+    images = root / "docs" / "images"
+    if images.is_dir():
+        for src in images.rglob("*"):
+            if src.is_file():
+                target = dest / "docs" / "images" / src.relative_to(images)
+                _copy_if_changed(src, target)
+                wanted.add(target)
+    docs = [f"docs/{p.stem}" for p in doc_files]
+    _write_if_changed(dest / "exercises" / "index.md", exercises_page([p.stem for p in exercise_files]))
+    wanted.add(dest / "exercises" / "index.md")
+    _write_if_changed(dest / "index.md", home_page((root / "README.md").read_text(), dest, docs))
+    wanted.add(dest / "index.md")
+    for old in [p for p in dest.rglob("*") if p.is_file() and p not in wanted]:
+        old.unlink()  # a lesson renamed or removed must not linger on the site
+    return {"lessons": lesson_files, "exercises": exercise_files, "docs": doc_files}
+
+
+# --- build -----------------------------------------------------------------------------------
+
+def _check_katex_version() -> None:
+    """The stylesheet in _static/katex/ must suit the KaTeX script sphinxcontrib-katex ships."""
+    try:
+        from sphinxcontrib.katex import katex_version
+    except ImportError:
+        return
+    if katex_version.split(".")[:2] != KATEX_CSS_VERSION.split(".")[:2]:
+        print(f"note: sphinxcontrib-katex ships KaTeX {katex_version}, the site's KaTeX stylesheet is "
+              f"{KATEX_CSS_VERSION}: replace site_src/_static/katex/ (see site_src/README.md)",
+              file=sys.stderr)
+
+
+def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK, quiet: bool = False,
+          jobs: str = "1", strict: bool = True) -> dict:
+    """Stage the sources, run Sphinx in ``work`` and copy the finished site to ``out``.
+
+    ``strict``: Sphinx's warnings are errors, so a broken link or a missing page fails the build.
+    """
+    from sphinx.cmd.build import build_main
+
+    contents = stage(work / "src")
+    url, placeholder = repository_url()
+    if placeholder:
+        print(f"note: the Binder links use the placeholder repository {url}: set [project.urls] "
+              f"Repository in pyproject.toml to the course's public repository", file=sys.stderr)
+    _check_katex_version()
+    html = work / "html"
+    args = ["-b", "html", "-c", str(HERE), "-d", str(work / "doctrees"), "-j", jobs,
+            str(work / "src"), str(html)]
+    if strict:
+        args[:0] = ["-W", "--keep-going"]
+    if quiet:
+        args.insert(0, "-q")
+    t0 = time.perf_counter()
+    code = build_main(args)
+    if code:
+        raise SystemExit(f"the site did not build (sphinx-build exited {code}; see the messages above)")
+    if out.resolve() != html.resolve():
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(html, out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees"))
+    return {**contents, "seconds": time.perf_counter() - t0, "out": out, "repository": url,
+            "placeholder": placeholder}
+
+
+# --- serving and the screenshot --------------------------------------------------------------
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # keep test and build output readable
+        pass
+
+
+def serve(directory: Path) -> tuple[ThreadingHTTPServer, str]:
+    """Serve ``directory`` on a free localhost port in a background thread: (server, base URL)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    return server, f"http://{host}:{port}"
+
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-dev-shm-usage"]
+
+
+def chromium_path() -> str | None:
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+SCREENSHOT_PAGE = "notebooks/02_heads.html"
+SCREENSHOT_ANCHOR = "#split-into-heads"  # a section with math, code and a figure near the top
+
+
+def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
+    """Photograph a lesson page in headless Chromium; False (and a note) if it is not installed."""
+    chromium = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        chromium = None
+    if chromium is None:
+        print(f"note: no screenshot ({target}): Chromium or the playwright package is missing",
+              file=sys.stderr)
+        return False
+    server, base = serve(site)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+            try:
+                ctx = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+                # Only this server: a screenshot must not depend on (or reach) the internet.
+                ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda route: route.abort())
+                tab = ctx.new_page()
+                tab.goto(f"{base}/{page}{SCREENSHOT_ANCHOR}", wait_until="networkidle")
+                tab.wait_for_function("document.fonts.status === 'loaded'")
+                tab.locator(".katex").first.wait_for()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shot = tab.screenshot()
+                if not target.is_file() or target.read_bytes() != shot:
+                    target.write_bytes(shot)
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    print(f"wrote {target}")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the HTML goes (default: site/)")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="Sphinx's working folder (default: build/site, or OUT-work beside --out)")
+    parser.add_argument("--clean", action="store_true", help="rebuild everything (drop the caches)")
+    parser.add_argument("--screenshot", type=Path, default=None, metavar="PNG",
+                        help="then photograph a lesson page into this file (needs Chromium)")
+    parser.add_argument("--jobs", default="1", help="Sphinx's -j (default 1)")
+    parser.add_argument("--allow-warnings", action="store_true",
+                        help="build even if Sphinx warns (a broken link, say); for a draft only")
+    parser.add_argument("-q", "--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    work = args.work or (DEFAULT_WORK if out == DEFAULT_OUT else out.parent / f"{out.name}-work")
+    work = work.resolve()
+    if args.clean:
+        shutil.rmtree(work, ignore_errors=True)
+    result = build(out, work, quiet=args.quiet, jobs=args.jobs, strict=not args.allow_warnings)
+    print(f"built {len(result['lessons'])} lessons, {len(result['exercises'])} exercises and "
+          f"{len(result['docs'])} guides in {result['seconds']:.1f} s: open {out / 'index.html'}")
+    if args.screenshot:
+        screenshot(out, args.screenshot.resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

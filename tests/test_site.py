@@ -1,0 +1,430 @@
+"""The course website, checked as a reader would check it: in a real browser, offline.
+
+The test builds the site from the stored notebooks (``site_src/build_site.py``, as ``make site``
+does) into a temporary folder, serves it on localhost and opens it in headless Chromium
+(Debian's ``chromium`` driven by Playwright, as in test_browser.py). Every request that is not
+for that localhost server is blocked and recorded, so a page that would need the internet fails.
+
+Checked: every page loads with no console error, no failed request and no request outside
+localhost; every internal link (and #anchor) resolves; each lesson page shows all its stored
+figures (decoded, non-zero size) and its math rendered by KaTeX (no raw ``$...$`` or ``\\frac``
+left in the text); lesson 02 shows the shape explorer's static picture; each lesson and exercise
+page links to its .ipynb (the repository's file), to JupyterLab and to Binder; the search box
+finds a lesson; at phone width (375 px) the page never scrolls sideways.
+
+Skips with the reason where Chromium, Playwright or Sphinx is missing, except in CI
+(``CI=true``), where a skip would hide a broken site and is turned into a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE_SRC = ROOT / "site_src"
+ARTIFACTS = ROOT / "test-artifacts"
+PHONE = {"width": 375, "height": 740}
+DESKTOP = {"width": 1280, "height": 900}
+
+
+def _load_build_script():
+    name = "mha_course_site_build"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SITE_SRC / "build_site.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+site_build = _load_build_script()
+LESSONS = site_build.lessons()
+EXERCISES = site_build.exercises()
+DOCS = site_build.docs_pages()
+
+
+def _skip_or_fail(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}. CI must build and check the site (make install installs the [site] "
+                    f"extra; .ci/run installs Chromium).")
+    pytest.skip(reason)
+
+
+# --- fixtures: one build, one server, one browser for the whole module -----------------------
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    """A fresh build of the site in a temporary folder (the working tree is not touched)."""
+    if importlib.util.find_spec("sphinx") is None or importlib.util.find_spec("myst_nb") is None:
+        _skip_or_fail("Sphinx and myst-nb are not installed (pip install -e '.[site]')")
+    out = tmp_path_factory.mktemp("website") / "site"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(SITE_SRC / "build_site.py"), "--out", str(out), "-q"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    seconds = time.perf_counter() - t0
+    assert proc.returncode == 0, f"the site did not build:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    print(f"site built in {seconds:.1f} s")
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_url(built_site):
+    server, base = site_build.serve(built_site)
+    yield base
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    path = site_build.chromium_path()
+    if path is None:
+        _skip_or_fail("Chromium is not installed (Debian: apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("the playwright Python package is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=site_build.CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class Reader:
+    """A browser tab that records what a reader's browser would complain about."""
+
+    def __init__(self, browser, base: str, viewport: dict):
+        self.base = base
+        self.origin = urllib.parse.urlsplit(base).netloc
+        self.problems: list[str] = []
+        self.outside: list[str] = []
+        self.context = browser.new_context(viewport=viewport)
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(20_000)
+        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
+                     if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("requestfailed", lambda r: self.problems.append(f"request failed: {r.url} ({r.failure})")
+                     if urllib.parse.urlsplit(r.url).netloc == self.origin else None)
+        self.page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}")
+                     if r.status >= 400 else None)
+
+    def _route(self, route):
+        url = route.request.url
+        if urllib.parse.urlsplit(url).netloc == self.origin:
+            route.continue_()
+        else:  # the site must work with no network: record and refuse anything else
+            self.outside.append(url)
+            route.abort()
+
+    def open(self, path: str):
+        response = self.page.goto(f"{self.base}/{path}", wait_until="load")
+        assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
+        self.page.wait_for_function("document.fonts.status === 'loaded'")
+        return self.page
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def reader(browser, base_url):
+    r = Reader(browser, base_url, DESKTOP)
+    yield r
+    r.close()
+
+
+def _save_screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        print("saved", ARTIFACTS / f"{name}.png")
+    except Exception:
+        pass
+
+
+def _page(path: Path) -> str:
+    """Site path of a notebook or a docs page: notebooks/02_heads.ipynb -> notebooks/02_heads.html."""
+    return f"{path.parent.name}/{path.stem}.html"
+
+
+# --- what the build writes -------------------------------------------------------------------
+
+EXTERNAL_ASSET = re.compile(
+    r"""<(?:script|img|iframe|source|audio|video)\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//"""
+    r"""|<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//[^>]*>"""
+    r"""|url\(\s*["']?(?:https?:)?//|@import\s+["']?(?:url\()?["']?(?:https?:)?//""", re.I)
+
+
+def test_the_build_writes_every_page_and_loads_nothing_from_outside(built_site):
+    expected = ["index.html", "search.html", "exercises/index.html",
+                *(_page(p) for p in LESSONS + EXERCISES + DOCS)]
+    missing = [p for p in expected if not (built_site / p).is_file()]
+    assert not missing, f"pages missing from the site: {missing}"
+    for nb in LESSONS + EXERCISES:  # the download links' targets: the repository's own files
+        copy = built_site / nb.parent.name / nb.name
+        assert copy.is_file() and copy.read_bytes() == nb.read_bytes(), f"{copy} is not {nb}"
+    offending = []
+    for f in [*built_site.rglob("*.html"), *built_site.rglob("*.css")]:
+        for m in EXTERNAL_ASSET.finditer(f.read_text(errors="replace")):
+            offending.append(f"{f.relative_to(built_site)}: {m.group(0)[:120]}")
+    assert not offending, "assets loaded from outside the site:\n" + "\n".join(offending[:20])
+
+
+# --- every page, every link ------------------------------------------------------------------
+
+def test_every_page_loads_offline_and_every_internal_link_resolves(reader, built_site):
+    """Follow every link from the home page, as a reader clicking through the site would."""
+    to_visit, seen, ids, links = ["index.html"], set(), {}, []
+    while to_visit:
+        path = to_visit.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        page = reader.open(path)
+        info = page.evaluate("""() => ({
+            ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+            hrefs: [...document.querySelectorAll('a[href]')].map(a => [a.getAttribute('href'), a.href]),
+        })""")
+        ids[path] = set(info["ids"])
+        for raw, absolute in info["hrefs"]:
+            parts = urllib.parse.urlsplit(absolute)
+            if parts.netloc != reader.origin:
+                continue
+            target = parts.path.lstrip("/") or "index.html"
+            target = target + "index.html" if target.endswith("/") else target
+            links.append((path, raw, target, parts.fragment))
+            if target.endswith(".html") and target not in seen:
+                to_visit.append(target)
+    assert not reader.outside, f"requests outside localhost: {sorted(set(reader.outside))[:10]}"
+    assert not reader.problems, "problems in the browser:\n" + "\n".join(reader.problems[:20])
+
+    expected = {"index.html", *(_page(p) for p in LESSONS + EXERCISES + DOCS)}
+    assert not expected - seen, f"pages no link leads to: {sorted(expected - seen)}"
+    broken = []
+    for source, raw, target, fragment in links:
+        if target.endswith(".html"):
+            if fragment and urllib.parse.unquote(fragment) not in ids[target]:
+                broken.append(f"{source}: {raw} (no #{fragment} on {target})")
+        elif not (built_site / urllib.parse.unquote(target)).is_file():
+            broken.append(f"{source}: {raw} ({target} is not in the site)")
+    assert not broken, "broken internal links:\n" + "\n".join(sorted(set(broken))[:30])
+
+
+# --- lessons ---------------------------------------------------------------------------------
+
+def _stored_images(nb_path: Path) -> int:
+    nb = nbformat.read(nb_path, as_version=4)
+    return sum(1 for cell in nb.cells for out in cell.get("outputs", [])
+               if {"image/png", "image/jpeg", "image/svg+xml"} & set(out.get("data", {})))
+
+
+def _has_math(nb_path: Path) -> bool:
+    nb = nbformat.read(nb_path, as_version=4)
+    return any("$" in c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+# The prose of a page, without code, code outputs and KaTeX's rendered math: what remains must
+# hold no TeX (unrendered math shows up here as $...$, \(...\), \frac, ...).
+PROSE_TEXT = """() => {
+    const article = document.querySelector('article') || document.body;
+    const copy = article.cloneNode(true);
+    copy.querySelectorAll('.katex, pre, code, .cell_input, .cell_output, script, style')
+        .forEach(e => e.remove());
+    return copy.textContent;
+}"""
+RAW_TEX = re.compile(r"\$[^$\n]+\$|\\\(|\\\)|\\\[|\\\]|\\(frac|sqrt|cdot|times|mathrm|text|begin|end)\b|[_^]\{")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_a_lesson_page_shows_its_figures_math_and_run_links(reader, lesson):
+    page = reader.open(_page(lesson))
+    try:
+        images = page.evaluate("""() => [...document.querySelectorAll('article img')].map(i =>
+            ({src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0, w: i.getBoundingClientRect().width}))""")
+        stored = _stored_images(lesson)
+        assert len(images) >= stored, f"{len(images)} images on the page, {stored} figures in the notebook"
+        bad = [i["src"] for i in images if not (i["ok"] and i["w"] > 0)]
+        assert not bad, f"images not shown: {bad}"
+
+        if _has_math(lesson):
+            assert page.locator(".katex").count() > 0, "the lesson has math but KaTeX rendered none"
+        assert page.locator(".katex-error").count() == 0, page.locator(".katex-error").first.inner_text()
+        leftover = sorted({m.group(0) for m in RAW_TEX.finditer(page.evaluate(PROSE_TEXT))})
+        assert not leftover, f"TeX left unrendered in the text: {leftover[:10]}"
+        assert "Error displaying widget" not in page.inner_text("article")
+
+        # Run links at the top: the repository's .ipynb, JupyterLab, Binder.
+        path = f"notebooks/{lesson.name}"
+        download = page.locator("a.mha-download")
+        assert download.get_attribute("href") == lesson.name
+        with urllib.request.urlopen(f"{reader.base}/notebooks/{lesson.name}", timeout=10) as r:
+            assert r.read() == lesson.read_bytes()
+        assert page.locator("a.mha-jupyterlab").get_attribute("href") == site_build.jupyterlab_url(path)
+        url, _ = site_build.repository_url()
+        assert page.locator("a.mha-binder").get_attribute("href") == site_build.binder_url(url, path)
+
+        # Previous / next follow the lesson order.
+        i = LESSONS.index(lesson)
+        if i + 1 < len(LESSONS):
+            assert page.locator("a.right-next").get_attribute("href") == f"{LESSONS[i + 1].stem}.html"
+        if i > 0:
+            assert page.locator("a.left-prev").get_attribute("href") == f"{LESSONS[i - 1].stem}.html"
+        assert not reader.outside and not reader.problems, reader.outside + reader.problems
+    except BaseException:
+        _save_screenshot(page, f"site-{lesson.stem}")
+        raise
+
+
+def test_lesson_02_shows_the_shape_explorers_static_picture(reader):
+    page = reader.open("notebooks/02_heads.html")
+    explorer = page.locator(".mha-static-explorer")
+    assert explorer.count() >= 1, "no static picture of the shape explorer on lesson 02's page"
+    first = explorer.first
+    first.scroll_into_view_if_needed()
+    assert first.is_visible()
+    box = first.bounding_box()
+    assert box and box["height"] > 200 and box["width"] > 200, f"the picture is not shown: {box}"
+    text = first.inner_text()
+    assert "d_head = 4" in text and "(2, 3, 4)" in text, text[:300]  # defaults d_model 8, h 2, n 3
+    assert "widget-view" not in page.inner_text("article")
+
+
+# --- exercises, guides, home, search ---------------------------------------------------------
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=[p.stem for p in EXERCISES])
+def test_an_exercise_page_has_its_download_and_the_self_check_instructions(reader, exercise):
+    page = reader.open(_page(exercise))
+    assert page.locator("a.mha-download").get_attribute("href") == exercise.name
+    instructions = page.locator(".mha-self-check").inner_text()
+    for words in ("check(", "passed", "not attempted yet", "score_summary"):
+        assert words in instructions, f"{words!r} missing from the self-check instructions"
+    assert "YOUR CODE HERE" in page.inner_text("article") or "YOUR ANSWER HERE" in page.inner_text("article")
+    assert not reader.outside and not reader.problems, reader.outside + reader.problems
+
+
+def test_the_home_page_has_the_readme_introduction_and_links_every_lesson(reader):
+    page = reader.open("index.html")
+    intro = (ROOT / "README.md").read_text().split("\n## ")[0].splitlines()[2]  # first line of prose
+    assert re.sub(r"[*`]", "", intro).strip()[:40] in page.inner_text("article")
+    article_links = set(page.eval_on_selector_all("article a[href]", "as => as.map(a => a.getAttribute('href'))"))
+    sidebar = page.eval_on_selector_all(".bd-sidebar-primary a[href]", "as => as.map(a => a.getAttribute('href'))")
+    for lesson in LESSONS:
+        assert _page(lesson) in sidebar, f"{lesson.name} is not in the sidebar"
+    readme_lessons = [p for p in LESSONS if f"notebooks/{p.name}" in (ROOT / "README.md").read_text()]
+    for lesson in readme_lessons:  # the lesson map links what the README lists
+        assert _page(lesson) in article_links, f"the lesson map does not link {lesson.name}"
+    in_order = [h for h in sidebar if h.startswith("notebooks/")]
+    assert in_order == [_page(p) for p in LESSONS], "the sidebar does not list the lessons in order"
+    for doc in DOCS:
+        assert _page(doc) in sidebar, f"{doc.name} is not in the sidebar"
+
+
+def test_the_search_box_finds_a_lesson(reader):
+    page = reader.open("index.html")
+    assert page.locator("form[action$='search.html'] input[name='q']").count() >= 1, "no search box"
+    reader.open("search.html?q=softmax")
+    results = page.locator("#search-results li a")
+    results.first.wait_for(timeout=20_000)
+    hrefs = results.evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert any("notebooks/01_recap_self_attention" in h for h in hrefs), hrefs[:10]
+    assert not reader.outside and not reader.problems, reader.outside + reader.problems
+
+
+# --- phone width -----------------------------------------------------------------------------
+
+# Everything in the article must fit the screen unless it sits inside a box that scrolls on
+# its own (a wide table or output): that box scrolls, the page does not.
+NO_SIDEWAYS = """() => {
+    const width = window.innerWidth;
+    const article = document.querySelector('article') || document.body;
+    const scrollsOnItsOwn = e => {
+        for (let a = e.parentElement; a && a !== article; a = a.parentElement) {
+            if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(a).overflowX)) return true;
+        }
+        return false;
+    };
+    const wide = [...article.querySelectorAll('*')]
+        .filter(e => e.getBoundingClientRect().right > width + 1 && !scrollsOnItsOwn(e))
+        .map(e => e.tagName + ': ' + e.textContent.slice(0, 60));
+    return {scroll: document.documentElement.scrollWidth, body: document.body.scrollWidth, width, wide};
+}"""
+
+
+def test_at_phone_width_no_page_scrolls_sideways(browser, base_url):
+    r = Reader(browser, base_url, PHONE)
+    try:
+        for path in ["index.html", *(_page(p) for p in LESSONS), _page(EXERCISES[0]), _page(DOCS[0])]:
+            page = r.open(path)
+            m = page.evaluate(NO_SIDEWAYS)
+            if m["scroll"] > m["width"] or m["body"] > m["width"] or m["wide"]:
+                _save_screenshot(page, "site-phone-" + path.replace("/", "-"))
+            assert m["scroll"] <= m["width"] and m["body"] <= m["width"], f"{path} scrolls sideways: {m}"
+            assert not m["wide"], f"{path}: text wider than the screen: {m['wide'][:5]}"
+        assert not r.outside and not r.problems, r.outside + r.problems
+    finally:
+        r.close()
+
+
+# --- the links' pieces, and the CI rule ------------------------------------------------------
+
+def test_binder_links_follow_the_repository_url(tmp_path):
+    gh = "https://github.com/someone/mha-course"
+    assert site_build.binder_url(gh, "notebooks/02_heads.ipynb") == (
+        "https://mybinder.org/v2/gh/someone/mha-course/HEAD?urlpath=lab/tree/notebooks/02_heads.ipynb")
+    assert site_build.binder_url("https://gitlab.com/grp/sub/mha", "notebooks/a.ipynb").startswith(
+        "https://mybinder.org/v2/gl/grp%2Fsub%2Fmha/HEAD?urlpath=lab/tree/notebooks/a.ipynb")
+    assert site_build.binder_url("https://git.example.org/mha.git", "x.ipynb").startswith(
+        "https://mybinder.org/v2/git/https%3A%2F%2Fgit.example.org%2Fmha.git/HEAD?")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/a/b.git"\n')
+    assert site_build.repository_url(pyproject) == ("https://github.com/a/b", False)
+    pyproject.write_text('[project]\nname = "x"\n')
+    assert site_build.repository_url(pyproject) == (site_build.PLACEHOLDER_REPOSITORY, True)
+    pyproject.write_text(f'[project]\nname = "x"\n[project.urls]\nRepository = "{site_build.PLACEHOLDER_REPOSITORY}"\n')
+    assert site_build.repository_url(pyproject) == (site_build.PLACEHOLDER_REPOSITORY, True)
+
+
+def test_the_home_page_lesson_map_is_built_from_the_readme(tmp_path):
+    readme = ("# Title\n\nIntro line.\n\n## Quick start\n\nskip me\n\n## Lesson map\n\n"
+              "| notebook | exercise |\n|---|---|\n| `notebooks/01_a.ipynb` | `exercises/01_a.ipynb` |\n\n"
+              "## Other\n\nnot on the home page\n")
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 01 · A lesson\n\ntext")])
+    nbformat.write(nb, tmp_path / "notebooks" / "01_a.ipynb")
+    page = site_build.home_page(readme, tmp_path, ["docs/sources"])
+    assert page.startswith("# Title\n\nIntro line.")
+    assert "[01 · A lesson](notebooks/01_a.ipynb)" in page
+    assert "`exercises/01_a.ipynb`" in page  # not staged here: left as text, never a dead link
+    assert "skip me" not in page and "not on the home page" not in page
+    assert "docs/sources" in page
+
+
+def test_a_missing_browser_skips_locally_but_fails_in_ci(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must build and check the site"):
+        _skip_or_fail("Chromium is not installed")
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception, match="Chromium is not installed"):
+        _skip_or_fail("Chromium is not installed")
+
+
+def test_the_local_katex_stylesheet_has_its_fonts_beside_it():
+    """KaTeX's stylesheet is served from the site (its default is a CDN), fonts included."""
+    katex = SITE_SRC / "_static" / "katex"
+    css = (katex / "katex.min.css").read_text()
+    fonts = set(re.findall(r"url\((fonts/[^)]+\.woff2)\)", css))
+    missing = sorted(f for f in fonts if not (katex / f).is_file())
+    assert len(fonts) >= 10 and not missing, f"KaTeX fonts missing: {missing}"
