@@ -1,30 +1,47 @@
 # The course's commands. Each one installs what it needs first (idempotently) into a
 # project-local virtual environment, .venv/, so `make lab` and `make test` work on a fresh clone.
+#
+#   make lab     the learner's set (numpy, matplotlib, ipywidgets) plus JupyterLab, then opens lesson 00
+#   make test    everything: the instructor tools (nbformat, nbclient, ipykernel) and the test tools
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+LAB_STAMP  := $(VENV)/.installed-lab
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install lab test notebooks release check-solutions bench clean
+.PHONY: install install-lab lab test notebooks release check-solutions bench screenshots site clean
 
-# Re-install whenever pyproject.toml changes; otherwise this is a no-op.
-$(STAMP): pyproject.toml
+define make_venv
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "The course needs Python 3.10 or newer; found " + sys.version.split()[0])'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+endef
 
-install: $(STAMP)
+# Re-install whenever pyproject.toml changes; otherwise these are no-ops. Both also write the
+# course's JupyterLab settings (postBuild: no news pop-up on the first start), as Binder does.
+$(LAB_STAMP): pyproject.toml postBuild
+	$(make_venv)
+	$(BIN)/python -m pip install --quiet -e '.[lab]'
+	PATH="$(CURDIR)/$(BIN):$$PATH" sh postBuild
+	touch $(LAB_STAMP)
+
+$(TEST_STAMP): pyproject.toml postBuild
+	$(make_venv)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	PATH="$(CURDIR)/$(BIN):$$PATH" sh postBuild
+	touch $(TEST_STAMP) $(LAB_STAMP)
+
+install-lab: $(LAB_STAMP)
+install: $(TEST_STAMP)
 
 # JupyterLab refuses to start as root unless told to (containers, some cloud machines).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 ## Open the first lesson in JupyterLab.
-lab: install
+lab: install-lab
 	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here.ipynb
 
-## Run every test: unit tests, the browser test, and every notebook through nbval.
+## Run every test: unit tests, the browser tests, the wheel, ruff, and every notebook through nbval.
 test: install
 	$(BIN)/python -m pytest
 
@@ -43,5 +60,15 @@ check-solutions: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 
+## Re-take the README's pictures (docs/images/) in JupyterLab in headless Chromium.
+screenshots: install
+	MHA_SCREENSHOTS_DIR="$(CURDIR)/docs/images" $(BIN)/python -m pytest -n0 -p no:cacheprovider \
+		tests/test_browser.py -k shape_explorer
+	$(BIN)/python site_src/build_site.py --screenshot docs/images/site_lesson.png
+
+## Build the course website into site/ from the stored notebook outputs (offline, no re-execution).
+site: install
+	$(BIN)/python site_src/build_site.py
+
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache test-artifacts
+	rm -rf $(VENV) *.egg-info .pytest_cache test-artifacts dist build site

@@ -14,27 +14,62 @@ Each is a **thin widget** (an ``ipywidgets.VBox``) over the pure functions of
 HTML into ``ipywidgets.HTML`` children. Redraws replace the previous content (there are no
 figures to pile up), and one update takes a few milliseconds even at d_model = 1024 and h = 32.
 
-Where no widget front end exists (a static HTML export, nbviewer, GitHub), an explorer that is
-the last expression of a cell still shows a static HTML rendering of its state: its
-``_repr_mimebundle_`` adds ``text/html`` next to the widget view, and JupyterLab picks the live
-widget while static viewers pick the HTML. That rendering is deterministic, so strict nbval can
-compare it.
+Explorers survive a save. Displaying one writes two outputs: a **picture** of its state (static
+HTML, kept up to date as the sliders move, hidden by a style rule inside the live widget while
+the widget is shown) and the **live widget**. After a save, a kernel shutdown and a reopen (or in
+a viewer without widgets: GitHub, nbviewer, an HTML export) the picture shows the explorer's last
+state with a line saying how to make it live again. The live widget's model id is fixed per
+explorer (:func:`stable_model_id`), so the placeholder that ``mha-course execute`` stores under
+that id in the lesson's widget metadata matches the output of a learner's own Run All too, and
+JupyterLab never shows "Error displaying widget: model not found" (it does not save widget state
+by default). The picture is deterministic, so strict nbval can compare it.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+import uuid
+import weakref
+from contextlib import contextmanager
 from functools import lru_cache
 
 from . import explorers
 from .cost import MODEL_CONFIGS
 from .explorers import (
-    COST_D_MODEL_MAX, COST_D_MODEL_MIN, COST_D_MODEL_STEP, COST_H_MAX, COST_NS, D_MODEL_MAX,
-    D_MODEL_MIN, D_MODEL_STEP, H_MAX, KV_CONTEXTS, KV_D_HEADS, KV_DTYPES, KV_MAX_HEADS,
-    KV_MAX_LAYERS, N_MAX, N_MIN, TOKENS, _MUTED, _esc, _gqa_kv_heads, _label, cache_models,
-    compared_text, cost_view, kv_cache_view, matching_models, menu_choice, menu_models,
-    render_cost_html, render_d_head_html, render_diagram_html, render_heatmaps_html,
-    render_kv_cache_html, render_message_html, render_shape_body_html, render_shape_html, shape_view,
+    _MUTED,
+    COST_D_MODEL_MAX,
+    COST_D_MODEL_MIN,
+    COST_D_MODEL_STEP,
+    COST_H_MAX,
+    COST_NS,
+    D_MODEL_MAX,
+    D_MODEL_MIN,
+    D_MODEL_STEP,
+    H_MAX,
+    KV_CONTEXTS,
+    KV_D_HEADS,
+    KV_DTYPES,
+    KV_MAX_HEADS,
+    KV_MAX_LAYERS,
+    N_MAX,
+    N_MIN,
+    _esc,
+    _gqa_kv_heads,
+    _label,
+    cost_view,
+    kv_cache_view,
+    menu_choice,
+    menu_models,
+    render_cost_html,
+    render_d_head_html,
+    render_diagram_html,
+    render_heatmaps_html,
+    render_kv_cache_html,
+    render_message_html,
+    render_shape_body_html,
+    render_shape_html,
+    shape_view,
 )
 
 __all__ = [
@@ -43,6 +78,7 @@ __all__ = [
     "cost_explorer",
     "update_timings",
     "default_states",
+    "stable_model_id",
     # The pure functions behind them, re-exported for convenience.
     *explorers.__all__,
 ]
@@ -59,19 +95,75 @@ def _widgets():
 
 _SLIDER_STYLE = {"description_width": "90px"}
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+# ---------------------------------------------------------------------------------------------
+# Persistence: fixed model ids, the picture output and its updates
+# ---------------------------------------------------------------------------------------------
+
+_ID_NAMESPACE = uuid.UUID("5f0c6b8e-3d1a-5c2e-9a47-6d2b8f1e0c3a")
+_LIVE: dict[str, weakref.ref] = {}  # model id -> the explorer that holds it in this kernel
+_DISPLAY_NUMBERS = itertools.count(1)
+_RANDOM_IDS = False
+
+
+def stable_model_id(kind: str) -> str:
+    """The fixed widget model id of an explorer kind ("shape", "kv_cache", "cost", ...).
+
+    The same in every kernel, so a lesson's stored widget metadata matches the output of a
+    learner's own Run All. One explorer of a kind is live per kernel: making a new one retires
+    the previous one (its output keeps its picture).
+
+    >>> stable_model_id("shape") == stable_model_id("shape") != stable_model_id("cost")
+    True
+    """
+    return uuid.uuid5(_ID_NAMESPACE, f"mha-course/{kind}").hex
+
+
+@contextmanager
+def _random_model_ids():
+    """Explorers made inside get ordinary (random) ids: they never retire a displayed one."""
+    global _RANDOM_IDS
+    before, _RANDOM_IDS = _RANDOM_IDS, True
+    try:
+        yield
+    finally:
+        _RANDOM_IDS = before
+
 
 class _Explorer:
-    """Mixin: controls -> pure view function -> HTML children, plus a static fallback.
+    """Mixin: controls -> pure view function -> HTML children, plus the picture output.
 
-    Subclasses define ``_view(**values)``, ``_show(view)`` and ``_static_html(view)``.
+    Subclasses define ``kind``, ``_view(**values)``, ``_show(view)`` and ``_static_html(view)``.
     """
 
     title = "Explorer"
+    kind = "explorer"
+    _display_id = None
+
+    def __init__(self, **kwargs):
+        if not _RANDOM_IDS:
+            model_id = kwargs.setdefault("model_id", stable_model_id(self.kind))
+            old = _LIVE.pop(model_id, None)
+            old = old() if old is not None else None
+            if old is not None:
+                old._retire()
+        super().__init__(**kwargs)
+        if not _RANDOM_IDS:
+            _LIVE[self.model_id] = weakref.ref(self)
+
+    def _retire(self) -> None:
+        """Close this explorer's widgets (a newer one of the same kind takes over its id)."""
+        for widget in (*self.children, self):
+            widget.close()
 
     def _setup(self, controls: dict):
         self.controls = controls
         self._holding = False
         self.update_count = 0
+        # Holds the style rule that hides this explorer's picture while the live widget is shown.
+        self._picture_style = _html(display="none")
+        self.children = (*self.children, self._picture_style)
         for control in controls.values():
             control.observe(self._on_change, names="value")
 
@@ -107,20 +199,54 @@ class _Explorer:
         self.view = view
         self._show(view)
         self.update_count += 1
+        if self._display_id is not None:  # keep the picture output at the last state
+            from IPython.display import update_display
 
-    # Static fallback -------------------------------------------------------------------------
+            update_display(self.picture_bundle(), raw=True, display_id=self._display_id)
+
+    # The picture and the two outputs ---------------------------------------------------------
+    def picture_bundle(self) -> dict:
+        """The picture output: static HTML of the current state, and a line of plain text."""
+        settings = ", ".join(f"{k} = {v}" for k, v in self.values().items())
+        view = getattr(self, "view", None)
+        picture = (self._static_html(view) if view is not None
+                   else render_message_html("This explorer could not draw its first state."))
+        marker = f' data-mha-display="{self._display_id}"' if self._display_id else ""
+        return {
+            "text/plain": (f"{self.title} at {settings}. Its sliders need a running kernel and a "
+                           f"front end with Jupyter widgets: run this cell there."),
+            "text/html": (
+                f'<div class="mha-static-explorer"{marker}>'
+                f'<div style="font-size:11px;color:{_MUTED}">A picture of the {_esc(self.title.lower())}'
+                f"'s last state. Run this cell to make its sliders live again.</div>"
+                f"{picture}</div>"),
+        }
+
+    def output_bundles(self) -> list[tuple[dict, dict]]:
+        """What displaying the explorer writes: ``[(picture, metadata), (widget view, metadata)]``.
+
+        The widget view's metadata tells ``mha-course execute`` to store a hidden placeholder
+        under its model id (the picture carries the line saying how to make it live again).
+        """
+        if self._display_id is None:
+            self._display_id = f"mha-{self.kind.replace('_', '-')}-{next(_DISPLAY_NUMBERS)}"
+        hidden = f'[data-mha-display="{self._display_id}"]'
+        self._picture_style.value = (f"<style>{hidden}{{display:none}}"
+                                     f".jp-OutputArea-child:has({hidden}){{display:none}}</style>")
+        view = {WIDGET_VIEW: super()._repr_mimebundle_()[WIDGET_VIEW], "text/plain": ""}
+        return [(self.picture_bundle(), {}), (view, {"mha_course": {"offline_html": ""}})]
+
+    def _ipython_display_(self, **kwargs):
+        from IPython.display import display
+
+        (picture, _), (view, view_metadata) = self.output_bundles()
+        display(picture, raw=True, display_id=self._display_id)
+        display(view, raw=True, metadata=view_metadata)
+
     def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs)  # text/plain + the live widget view
-        if bundle is None:  # a closed widget
-            return None
-        settings = ", ".join(f"{k}={v}" for k, v in self.values().items())
-        bundle["text/plain"] = (f"{self.title} ({settings}). Run this notebook in JupyterLab to "
-                                f"move the sliders.")
-        bundle["text/html"] = (
-            f'<div class="mha-static-explorer"><div style="font-size:11px;color:{_MUTED}">'
-            f"{_esc(self.title)}: a static view of the sliders' starting values. Run the notebook "
-            f"in JupyterLab to move them.</div>{self._static_html(self.view)}</div>")
-        return bundle
+        """For callers that take one bundle: the widget view with the picture as fallback."""
+        (picture, _), (view, _) = self.output_bundles()
+        return {**picture, **view, "text/plain": picture["text/plain"]}
 
 
 def _html(value="", **layout):
@@ -143,6 +269,7 @@ def _classes():
         """Sliders d_model, h, n; shows d_head, the message, shapes and counts, heatmaps."""
 
         title = "Shape explorer"
+        kind = "shape"
 
         def __init__(self, d_model=8, h=2, n=3):
             self.d_head_label = _html()
@@ -185,6 +312,7 @@ def _classes():
         """Layers, query heads, KV heads, d_head, context length and bytes -> cache sizes."""
 
         title = "KV-cache explorer"
+        kind = "kv_cache"
 
         def __init__(self, num_layers=80, num_heads=64, num_kv_heads=8, d_head=128,
                      seq_len=4096, bytes_per_element=2):
@@ -268,6 +396,7 @@ def _classes():
         """d_model, h, n -> FLOPs and parameters versus h and versus n."""
 
         title = "Cost explorer"
+        kind = "cost"
 
         def __init__(self, d_model=768, h=12, n=1024):
             self.summary = _html()
@@ -364,7 +493,8 @@ def update_timings(explorer_name: str, states=None, repeat: int = 1) -> list[flo
     1
     """
     states = default_states(explorer_name) if states is None else list(states)
-    explorer = _FACTORIES[explorer_name]()
+    with _random_model_ids():  # never retire an explorer the notebook is showing
+        explorer = _FACTORIES[explorer_name]()
     out = []
     try:
         for _ in range(repeat):
@@ -375,3 +505,10 @@ def update_timings(explorer_name: str, states=None, repeat: int = 1) -> list[flo
     finally:
         explorer.close()
     return out
+
+
+def __getattr__(name):
+    """The pure functions of :mod:`mha_helpers.explorers` are re-exported here (see __all__)."""
+    if name in explorers.__all__:
+        return getattr(explorers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

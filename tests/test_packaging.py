@@ -1,11 +1,18 @@
-"""The repository's own promises: packaging files agree, notebooks are stored as the README says."""
+"""The repository's own promises: packaging by role, a wheel that installs alone, notebooks stored
+as the README says."""
 
 import json
 import re
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+import wheel_helpers as wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -13,6 +20,14 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the test extra installs tomli
     import tomli as tomllib
+
+# What a learner's path imports (lessons, explorers, self-checks): the whole install for learners.
+LEARNER_SET = {"numpy", "matplotlib", "ipywidgets"}
+EXTRAS = {"lab", "instructor", "test"}
+
+
+def _project():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
 def _name(spec: str) -> str:
@@ -44,15 +59,59 @@ def _environment_yml():
     return conda, pip
 
 
-def test_environment_yml_and_pyproject_list_the_same_packages():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + project["optional-dependencies"]["test"]
-    # environment.yml pins Python 3.11, so requirements only for older Pythons do not apply.
-    wanted = [s for s in wanted if "python_version < '3.11'" not in s]
+def test_environment_yml_is_the_learner_set_plus_jupyterlab():
+    """Binder, repo2docker and the conda route build the learner's environment, not the tests'."""
+    project = _project()
+    wanted = project["dependencies"] + project["optional-dependencies"]["lab"]
     conda, pip = _environment_yml()
     listed = [s for s in conda if _name(s) not in ("python", "pip")] + [s for s in pip if s != "-e ."]
     assert sorted(map(_conda_spec, listed)) == sorted(map(_conda_spec, wanted)), (
-        "environment.yml and pyproject.toml disagree; keep the two lists in step")
+        "environment.yml must list pyproject's dependencies plus its [lab] extra, nothing else")
+
+
+def test_dependencies_are_declared_by_role():
+    project = _project()
+    assert {_name(s) for s in project["dependencies"]} == LEARNER_SET
+    extras = project["optional-dependencies"]
+    assert set(extras) == EXTRAS
+    assert {_name(s) for s in extras["lab"]} == {"jupyterlab"}
+    assert {"nbformat", "nbclient", "ipykernel"} <= {_name(s) for s in extras["instructor"]}
+    assert "mha-course[lab,instructor]" in extras["test"]
+    tools = {_name(s) for s in extras["test"]}
+    assert {"pytest", "nbval", "pytest-xdist", "hypothesis", "playwright", "ruff", "build"} <= tools
+    makefile = (ROOT / "Makefile").read_text()
+    assert "pip install --quiet -e '.[lab]'" in makefile and "pip install --quiet -e '.[test]'" in makefile
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"mha_helpers", "__future__"}
+
+
+# Imported only where present: the optional PyTorch cross-check, tomllib's backport on 3.10.
+OPTIONAL_IMPORTS = {"torch", "tomli"}
+
+
+def test_every_package_the_course_imports_is_declared_for_learners_or_instructors():
+    from importlib import metadata
+
+    dists_of = metadata.packages_distributions()
+    declared = wheelhouse.closure(["numpy", "matplotlib", "ipywidgets", "nbformat", "nbclient",
+                                   "ipykernel"])
+    missing = {}
+    for path in sorted((ROOT / "mha_helpers").rglob("*.py")):
+        for name in _third_party_imports(path) - OPTIONAL_IMPORTS:
+            dists = {canonicalize_name(d) for d in dists_of.get(name, [name])}
+            if not dists & set(declared):
+                missing.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    assert not missing, f"imports not covered by the learner set or [instructor]: {missing}"
 
 
 def test_environment_yml_pins_a_python_minor_and_installs_the_course():
@@ -66,7 +125,7 @@ def test_environment_yml_pins_a_python_minor_and_installs_the_course():
 
 
 def test_pyproject_does_not_require_torch():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = _project()
     everything = project["dependencies"] + sum(project["optional-dependencies"].values(), [])
     assert not any(_name(s) == "torch" for s in everything)
 
@@ -108,3 +167,87 @@ def test_exercises_are_stored_without_outputs(path):
     for c in nb["cells"]:
         if c["cell_type"] == "code":
             assert c["outputs"] == [] and c["execution_count"] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# The wheel: `python -m build`, installed into a fresh environment
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def wheel():
+    return wheelhouse.course_wheel()
+
+
+def _extra_of(req: Requirement):
+    m = re.search(r'extra\s*==\s*"([^"]+)"', str(req.marker or ""))
+    return m.group(1) if m else None
+
+
+def test_the_wheel_requires_exactly_the_learner_set_and_declares_the_extras(wheel):
+    reqs = [Requirement(r) for r in wheelhouse.wheel_requirements(wheel)]
+    assert {canonicalize_name(r.name) for r in reqs if _extra_of(r) is None} == LEARNER_SET
+    declared = {}
+    for r in reqs:
+        if _extra_of(r) is not None:
+            declared.setdefault(_extra_of(r), set()).add(canonicalize_name(r.name))
+    project = _project()
+    assert declared == {extra: {_name(s) for s in specs}
+                        for extra, specs in project["optional-dependencies"].items()}
+
+
+def test_the_wheel_holds_the_package_and_the_self_check_data_but_no_answers(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "mha_helpers/__init__.py" in names and "mha_helpers/widgets.py" in names
+    data = sorted((ROOT / "mha_helpers" / "grading" / "data").glob("*.json"))
+    assert data, "mha-course release writes the self-check data; it is missing here"
+    for path in data:
+        assert f"mha_helpers/grading/data/{path.name}" in names, f"{path.name} is not in the wheel"
+    answers = [n for n in names if re.search(r"(^|/)bank_[^/]*\.py$", n) or "solutions/" in n
+               or n.endswith(".ipynb") or n.startswith(("tests/", "notebooks/", "exercises/"))]
+    assert not answers, f"the wheel must not ship reference answers or notebooks: {answers}"
+    assert any(n.endswith("licenses/LICENSE") for n in names)
+
+
+# What a learner runs, outside the course folder, in an environment with the wheel alone.
+LEARNER_SCRIPT = r"""
+import importlib.util, io, contextlib, subprocess, sys
+import matplotlib
+matplotlib.use("Agg")
+import numpy as np
+import mha_helpers
+from mha_helpers import multi_head_attention, plot_heads
+from mha_helpers.widgets import cost_explorer, kv_cache_explorer, shape_explorer
+from mha_helpers.grading import check, score_summary
+import mha_helpers.backward, mha_helpers.training, mha_helpers.tasks, mha_helpers.pytorch
+
+assert mha_helpers.__file__.startswith(sys.prefix), mha_helpers.__file__  # the installed copy
+rng = np.random.default_rng(0)
+x = rng.normal(size=(3, 8))
+y, w = multi_head_attention(x, *rng.normal(size=(4, 8, 8)), num_heads=2, return_weights=True)
+plot_heads(w, tokens=["a", "b", "c"])
+for make in (shape_explorer, kv_cache_explorer, cost_explorer):
+    assert "mha-static-explorer" in make().picture_bundle()["text/html"]
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    check("q01_scores", None)
+    score_summary("01_recap_self_attention")
+assert "not attempted" in out.getvalue() and "Score so far" in out.getvalue(), out.getvalue()
+for tool in ("nbformat", "nbclient", "ipykernel", "jupyterlab", "pytest"):
+    assert importlib.util.find_spec(tool) is None, f"{tool} came with the learner install"
+print("ok")
+"""
+
+
+def test_the_wheel_installs_alone_and_runs_what_a_learner_runs(wheel, tmp_path):
+    python = wheelhouse.fresh_venv(tmp_path / "venv", "mha-course",
+                                   wheelhouse_for=sorted(LEARNER_SET))
+    env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp_path), "MPLBACKEND": "Agg"}
+    run = subprocess.run([str(python), "-c", LEARNER_SCRIPT], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+    # The command line starts in a learner's install; the instructor commands say what they need.
+    cli = python.parent / "mha-course"
+    assert subprocess.run([str(cli), "--help"], env=env, capture_output=True).returncode == 0
+    execute = subprocess.run([str(cli), "execute", "x.ipynb"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True)
+    assert execute.returncode != 0 and "mha-course[instructor]" in execute.stdout + execute.stderr

@@ -215,16 +215,57 @@ def test_a_failing_update_shows_a_message_not_a_traceback(monkeypatch):
 
 
 def test_static_rendering_for_viewers_without_widgets():
-    a, b = shape_explorer(), shape_explorer()
-    bundle = a._repr_mimebundle_()
-    assert WIDGET_VIEW in bundle  # JupyterLab shows the live widget
-    assert bundle["text/html"] == b._repr_mimebundle_()["text/html"]  # deterministic for nbval
-    html = bundle["text/html"]
+    (picture, _), (view, view_metadata) = shape_explorer().output_bundles()
+    assert WIDGET_VIEW not in picture and WIDGET_VIEW in view  # two outputs: picture, then widget
+    html = picture["text/html"]
     assert "d_head = 4" in text(html) and "(2, 3, 4)" in text(html) and "head 1" in text(html)
     assert '"the cat sat"' in text(html)
+    assert "Run this cell to make its sliders live again" in text(html)
     assert not re.search(r"0x[0-9a-f]+|IPY_MODEL|[0-9a-f]{32}", html)
-    assert bundle["text/plain"] == ("Shape explorer (d_model=8, h=2, n=3). Run this notebook in "
-                                    "JupyterLab to move the sliders.")
+    assert picture["text/plain"].startswith("Shape explorer at d_model = 8, h = 2, n = 3.")
+    assert view["text/plain"] == "" and view_metadata == {"mha_course": {"offline_html": ""}}
+    # Deterministic for nbval: a fresh kernel numbers its first displayed shape explorer 1.
+    assert 'data-mha-display="mha-shape-' in html
+    fresh = shape_explorer()
+    assert fresh.picture_bundle()["text/html"] == re.sub(r' data-mha-display="[^"]+"', "", html)
+
+
+def test_explorers_use_a_fixed_model_id_and_a_new_one_retires_the_old():
+    ids = {kind: W.stable_model_id(kind) for kind in ("shape", "kv_cache", "cost")}
+    assert len(set(ids.values())) == 3 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids.values())
+    first = shape_explorer()
+    assert first.model_id == ids["shape"]
+    assert kv_cache_explorer().model_id == ids["kv_cache"] and cost_explorer().model_id == ids["cost"]
+    second = shape_explorer(d_model=16)
+    assert second.model_id == ids["shape"]
+    assert first.comm is None and all(c.comm is None for c in first.controls.values())
+    assert second.comm is not None
+    # The benchmarks' timing explorers never retire the one a notebook shows.
+    update_timings("shape", [{"h": 4}])
+    assert second.comm is not None
+
+
+def test_displaying_an_explorer_writes_the_picture_then_the_widget(monkeypatch):
+    import IPython.display
+
+    shown, updated = [], []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)))
+    monkeypatch.setattr(IPython.display, "update_display", lambda obj, **kw: updated.append((obj, kw)))
+    ex = shape_explorer()
+    ex._ipython_display_()
+    (picture, picture_kw), (view, view_kw) = shown
+    display_id = picture_kw["display_id"]
+    assert picture_kw["raw"] and "mha-static-explorer" in picture["text/html"]
+    assert view[WIDGET_VIEW]["model_id"] == W.stable_model_id("shape")
+    assert view_kw["metadata"] == {"mha_course": {"offline_html": ""}}
+    # While the live widget is shown, its style rule hides the picture (and only this one).
+    assert f'[data-mha-display="{display_id}"]{{display:none}}' in ex._picture_style.value
+    assert ex._picture_style in ex.children and ex._picture_style.layout.display == "none"
+    # Moving a slider redraws the picture output too: it always shows the last state.
+    ex.controls["h"].value = 4
+    (latest, latest_kw), = updated
+    assert latest_kw == {"raw": True, "display_id": display_id}
+    assert "d_head = 2" in text(latest["text/html"]) and "h = 4" in latest["text/plain"]
 
 
 def test_importing_the_module_does_not_start_ipywidgets():
@@ -346,12 +387,13 @@ def test_kv_cache_explorer_loads_a_real_model():
 
 
 def test_kv_cache_static_rendering():
-    bundle = kv_cache_explorer()._repr_mimebundle_()
-    assert WIDGET_VIEW in bundle
-    assert "1.25 GiB" in text(bundle["text/html"]) and "Falcon-7B" in text(bundle["text/html"])
-    assert "These are the layers and heads of Llama 2 70B and Llama 3 70B" in text(bundle["text/html"])
-    assert bundle["text/html"] == kv_cache_explorer()._repr_mimebundle_()["text/html"]  # for nbval
-    assert not re.search(r"0x[0-9a-f]+|IPY_MODEL|[0-9a-f]{32}", bundle["text/html"])
+    (picture, _), (view, _) = kv_cache_explorer().output_bundles()
+    assert WIDGET_VIEW in view and WIDGET_VIEW not in picture
+    html = picture["text/html"]
+    assert "1.25 GiB" in text(html) and "Falcon-7B" in text(html)
+    assert "These are the layers and heads of Llama 2 70B and Llama 3 70B" in text(html)
+    assert kv_cache_explorer().picture_bundle() == kv_cache_explorer().picture_bundle()  # for nbval
+    assert not re.search(r"0x[0-9a-f]+|IPY_MODEL|[0-9a-f]{32}", html)
 
 
 def test_matching_models_and_menu_choice_are_pure():
@@ -412,7 +454,7 @@ def test_cost_view_invalid_and_widget_recovery():
     ex.controls["d_model"].value = 640
     assert "not divisible" not in text(ex.summary.value)
     assert "d_model = 640" in text(ex.summary.value)
-    assert WIDGET_VIEW in ex._repr_mimebundle_()
+    assert "d_model = 640" in text(ex.picture_bundle()["text/html"])  # the picture follows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,14 +493,47 @@ def test_each_explorer_is_embedded_in_a_lesson():
     assert any(nb.startswith("02") and name == "shape_explorer" for nb, name, _ in _explorer_cells())
 
 
-def test_stored_explorer_outputs_include_the_static_rendering():
+_KINDS = {"shape_explorer": "shape", "kv_cache_explorer": "kv_cache", "cost_explorer": "cost"}
+
+
+def test_stored_explorer_outputs_are_a_picture_then_the_widget():
     for notebook, name, cell in _explorer_cells():
-        bundles = [o.get("data", {}) for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
-        assert bundles, f"{notebook}: the {name}() cell has no stored output (run mha-course execute)"
-        data = bundles[-1]
-        assert WIDGET_VIEW in data, f"{notebook}: {name}() output has no widget view"
-        assert "mha-static-explorer" in data.get("text/html", ""), (
-            f"{notebook}: {name}() output has no static HTML rendering for viewers without widgets")
+        outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "display_data"]
+        assert len(outputs) == 2, f"{notebook}: run mha-course execute (picture + widget expected)"
+        picture, view = (o["data"] for o in outputs)
+        assert WIDGET_VIEW not in picture and "mha-static-explorer" in picture.get("text/html", ""), (
+            f"{notebook}: {name}() has no picture for viewers without widgets")
+        assert "Run this cell to make its sliders live again" in text(picture["text/html"])
+        assert view[WIDGET_VIEW]["model_id"] == W.stable_model_id(_KINDS[name]), (
+            f"{notebook}: {name}() output does not use the explorer's fixed model id")
+
+
+def _widget_outputs(nb):
+    return {o["data"][WIDGET_VIEW]["model_id"]: o for c in nb.cells for o in c.get("outputs", [])
+            if WIDGET_VIEW in o.get("data", {})}
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")) + sorted(
+    (NOTEBOOKS.parent / "solutions").glob("*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_stored_widget_state_matches_the_outputs_or_is_absent(path):
+    """Every widget output has a placeholder model under its id (none other), so a saved and
+    reopened lesson never shows "Error displaying widget: model not found"."""
+    nb = nbformat.read(path, as_version=4)
+    outputs = _widget_outputs(nb)
+    if not outputs:
+        assert "widgets" not in nb.metadata, f"{path.name}: widget state but no widget output"
+        return
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    roots = {k for k, v in state.items() if v["model_name"] == "HTMLModel"}
+    assert roots == set(outputs), f"{path.name}: widget state does not match the outputs (run " \
+                                  "mha-course execute)"
+    for model_id in roots:
+        refs = [v[len("IPY_MODEL_"):] for v in state[model_id]["state"].values()
+                if isinstance(v, str) and v.startswith("IPY_MODEL_")]
+        assert refs and all(r in state for r in refs)
+        layout = next(state[r] for r in refs if state[r]["model_name"] == "LayoutModel")
+        hidden = state[model_id]["state"]["value"] == ""
+        assert hidden == (layout["state"].get("display") == "none")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -484,5 +559,5 @@ def test_the_diagram_is_redrawn_as_the_sliders_move():
 
 
 def test_the_static_rendering_includes_the_diagram():
-    html = shape_explorer()._repr_mimebundle_()["text/html"]
+    html = shape_explorer().picture_bundle()["text/html"]
     assert "mha-layer-diagram" in html and _diagram_heads(html) == {0, 1}
