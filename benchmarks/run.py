@@ -10,7 +10,8 @@ it ran on and every raw number, to ``benchmarks/results/latest.json``.
 
 Sections: attention (helper vs matmul floor, naive loop, PyTorch), notebooks (execution time
 of each lesson and solution), explorers (slider update times), grading (submissions per
-second), tests (the whole test suite's duration; measured only when asked with --only tests).
+second), site (the website's build time), tests (the whole test suite's duration; measured only
+when asked with --only tests).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ SECTIONS = {
     "notebooks": "bench_notebooks",
     "explorers": "bench_explorers",
     "grading": "bench_grading",
+    "site": "bench_site",
     "tests": "bench_tests",
 }
 DEFAULT_OUT = HERE / "results" / "latest.json"
