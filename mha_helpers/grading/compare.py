@@ -40,13 +40,14 @@ def _is_number_like(x) -> bool:
     return isinstance(x, (int, float, np.number, np.ndarray, list, tuple)) and not isinstance(x, bool)
 
 
-def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result"):
+def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=False):
     """Return ``None`` when ``actual`` matches ``expected``, else a :class:`Difference`.
 
     Tuples are compared item by item (for functions that return ``(output, weights)``);
     strings case-insensitively after stripping; anything numeric as an array: same shape, then
-    ``allclose``, with NaN equal to nothing. Text never passes for a number, and ``None`` never
-    passes for anything but ``None``.
+    ``allclose``, with NaN equal to nothing (unless ``equal_nan``: used to recognise a classic
+    mistake, whose NaNs are part of what it returns). Text never passes for a number, and
+    ``None`` never passes for anything but ``None``.
 
     >>> print(difference([1.0, 2.0], [2.0, 1.0]))
     result has the right shape (2,) but wrong values (largest difference 1)
@@ -71,7 +72,7 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result"):
             return Difference(f"{path} should be a tuple of {len(expected)} items, got "
                               f"{len(actual)}", "tuple-len")
         for i, (e, a) in enumerate(zip(expected, actual)):
-            d = difference(e, a, rtol, atol, f"{path}[{i}]")
+            d = difference(e, a, rtol, atol, f"{path}[{i}]", equal_nan)
             if d:
                 return d
         return None
@@ -89,17 +90,17 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result"):
         return Difference(f"{path} is not numeric (got {_describe(actual)})", "type")
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
-        if a.ndim == 2 and a.T.shape == e.shape and _close(a.T, e, rtol, atol):
+        if a.ndim == 2 and a.T.shape == e.shape and _close(a.T, e, rtol, atol, equal_nan):
             return Difference(f"{path} is transposed: shape {a.shape}, expected {e.shape}",
                               "transposed", f"{path} is transposed")
-        if a.size == e.size and _close(a.reshape(e.shape), e, rtol, atol):
+        if a.size == e.size and _close(a.reshape(e.shape), e, rtol, atol, equal_nan):
             return Difference(f"{path} has the right numbers but shape {a.shape}, expected shape "
                               f"{e.shape}", "reshaped", f"{path} has the right numbers in the wrong shape")
         return Difference(f"{path} has shape {a.shape}, expected shape {e.shape}", "shape",
                           f"{path} has the wrong shape")
     if not np.all(np.isfinite(a)) and not np.array_equal(np.isfinite(a), np.isfinite(e)):
         return Difference(f"{path} contains NaN or infinity", "nonfinite")
-    if not _close(a, e, rtol, atol):
+    if not _close(a, e, rtol, atol, equal_nan):
         finite = np.isfinite(a) & np.isfinite(e)
         err = float(np.max(np.abs(a - e)[finite])) if finite.any() else float("nan")
         return Difference(f"{path} has the right shape {a.shape} but wrong values (largest "
@@ -108,11 +109,13 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result"):
     return None
 
 
-def _close(a, e, rtol, atol) -> bool:
-    """allclose where infinities must match exactly and NaN matches nothing."""
+def _close(a, e, rtol, atol, equal_nan=False) -> bool:
+    """allclose where infinities must match exactly and NaN matches nothing (or, with
+    ``equal_nan``, only NaN)."""
     same_inf = np.isinf(e) & (a == e)
     finite = np.isfinite(a) & np.isfinite(e)
-    if not np.all(same_inf | finite):
+    both_nan = np.isnan(a) & np.isnan(e) if equal_nan else False
+    if not np.all(same_inf | finite | both_nan):
         return False
     return bool(np.allclose(a[finite], e[finite], rtol=rtol, atol=atol))
 

@@ -115,7 +115,8 @@ def function_verdict(meta: dict, results: list, expected: list, mistakes: list, 
             continue
         hint = meta["hint"]
         for m, out in zip(meta["mistakes"], mistakes[i] if i < len(mistakes) else []):
-            if out is not NO_OUTPUT and difference(out, res.value, meta["rtol"], meta["atol"]) is None:
+            if out is not NO_OUTPUT and difference(out, res.value, meta["rtol"], meta["atol"],
+                                                   equal_nan=True) is None:
                 hint = m["hint"]
                 break
         r.update(case=i, public=public, hint=hint,

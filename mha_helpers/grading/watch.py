@@ -72,7 +72,7 @@ class HelperRecorder:
 
     A profile hook (``sys.setprofile``) notes each call whose code object belongs to one of the
     functions, unless the caller is itself inside ``mha_helpers`` (a helper the learner may use
-    can call another internally). Use as a context manager; ``called`` lists what was seen.
+    can call another internally) or a question bank (a reference answer may use the helpers). Use as a context manager; ``called`` lists what was seen.
     """
 
     def __init__(self, dotted_names):
@@ -97,7 +97,8 @@ class HelperRecorder:
             name = self.codes.get(frame.f_code)
             if name is not None and name not in self.called:
                 caller = frame.f_back
-                if caller is None or not str(caller.f_globals.get("__name__", "")).startswith("mha_helpers"):
+                module = str(caller.f_globals.get("__name__", "")) if caller is not None else ""
+                if not module.startswith(("mha_helpers", "mha_course_banks")):
                     self.called.append(name)
 
     def __enter__(self):
