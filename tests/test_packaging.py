@@ -23,7 +23,7 @@ else:  # Python 3.10: the test extra installs tomli
 
 # What a learner's path imports (lessons, explorers, self-checks): the whole install for learners.
 LEARNER_SET = {"numpy", "matplotlib", "ipywidgets"}
-EXTRAS = {"lab", "instructor", "test"}
+EXTRAS = {"lab", "instructor", "test", "site"}  # site: the website (make site, tests/test_site.py)
 
 
 def _project():
