@@ -322,7 +322,7 @@ def chromium_path() -> str | None:
 
 
 SCREENSHOT_PAGE = "notebooks/02_heads.html"
-SCREENSHOT_ANCHOR = "#split-into-heads"  # a section with math, code and a figure near the top
+SCREENSHOT_SECTION = "what-a-head-is"  # the sidebar, prose with math, a display equation, code
 
 
 def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
@@ -345,9 +345,12 @@ def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
                 # Only this server: a screenshot must not depend on (or reach) the internet.
                 ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda route: route.abort())
                 tab = ctx.new_page()
-                tab.goto(f"{base}/{page}{SCREENSHOT_ANCHOR}", wait_until="networkidle")
+                tab.goto(f"{base}/{page}", wait_until="networkidle")
                 tab.wait_for_function("document.fonts.status === 'loaded'")
                 tab.locator(".katex").first.wait_for()
+                # Scrolled by script, not by #anchor: the theme highlights an anchor's target.
+                tab.evaluate("""id => { const e = document.getElementById(id);
+                    if (e) { e.scrollIntoView(); window.scrollBy(0, -16); } }""", SCREENSHOT_SECTION)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shot = tab.screenshot()
                 if not target.is_file() or target.read_bytes() != shot:
