@@ -6,8 +6,12 @@ graded automatically:
 * ``q03_d_head`` (1): the width of one head for d_model 768 and 12 heads;
 * ``q03_identity_output`` (1): the worked example's output when W_O is the identity;
 * ``q03_concat_vs_average`` (2): multiple choice, why concatenating differs from averaging;
-* ``q03_explain`` (2): the same in the learner's words, graded by hand;
+* ``q03_explain`` (2): written, graded by hand: what W_O does and does not let heads do (the
+  sum over heads), and where heads do use each other's results;
 * ``q03_concat_project`` (4): implement concatenate-then-project, checked on random inputs.
+
+The merge slips (bare reshape, interleaved heads, heads as extra tokens...) get the same hints
+as in exercise 02 (imported from bank_02).
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ import numpy as np
 
 from mha_helpers.grading.questions import Mistake, Question, register
 
+from .bank_02 import (BARE_MERGE_HINT, INTERLEAVED_MERGE_HINT, NO_PROJECTION_HINT,
+                      REVERSED_HEADS_HINT, TOKEN_AXIS_HINT, W_O_TRANSPOSED_HINT)
+
 ASSIGNMENT = "03_concatenate_and_project"
+
+PLUS_ADDS_ARRAYS = ("With NumPy arrays, + adds elementwise: np.array([1, 2]) + np.array([3, 4]) is "
+                    "[4, 6]. (On Python lists, + joins them.) To join arrays, use np.concatenate.")
 
 # --- q03_d_head ------------------------------------------------------------------------------
 
@@ -34,6 +44,9 @@ register(Question(
         Mistake("inverted", 12 / 768,
                 "You divided the other way round: d_head = d_model / h, a whole number of features."),
         Mistake("d_model", 768, "768 is the width of the whole model; each of the 12 heads gets a slice."),
+        Mistake("number of heads", 12,
+                "12 is the number of heads. The question asks for the width of one head: the "
+                "number of features each head gets, d_model / h."),
     ),
     hint="Each head gets an equal slice of the d_model features: d_head = d_model / h.",
 ))
@@ -53,14 +66,17 @@ register(Question(
                 "That is the output of the lesson's mixing matrix. With the identity, each output "
                 "feature copies exactly one input feature."),
         Mistake("summed heads", [4.0, 6.0],
-                "You added the two heads. Concatenation puts them side by side: 2 + 2 = 4 features."),
+                "You added the two heads instead of placing them side by side (2 + 2 = 4 "
+                "features). " + PLUS_ADDS_ARRAYS),
         Mistake("averaged heads", [2.0, 3.0],
                 "You averaged the two heads. Concatenation puts them side by side: 2 + 2 = 4 features."),
+        Mistake("interleaved", [1.0, 3.0, 2.0, 4.0], INTERLEAVED_MERGE_HINT),
+        Mistake("reversed heads", [3.0, 4.0, 1.0, 2.0], REVERSED_HEADS_HINT),
     ),
     hint="Concatenate first ([1, 2] then [3, 4]); multiplying by the identity changes nothing.",
 ))
 
-# --- q03_concat_vs_average (multiple choice) and q03_explain (manual) --------------------------
+# --- q03_concat_vs_average (multiple choice) -------------------------------------------------
 
 register(Question(
     grade_id="q03_concat_vs_average",
@@ -72,11 +88,12 @@ register(Question(
     expected="b",
     mistakes=(
         Mistake("a", "a",
-                "Try it: the average of [1, 2] and [3, 4] is [2, 3], and so is the average of "
-                "[3, 4] and [1, 2]. Once the heads are averaged, no W_O can tell them apart."),
+                "W_O only sees what it is given. Look at two different pairs of head outputs with "
+                "the same average: after averaging they are one and the same vector, so no W_O can "
+                "give them different outputs."),
         Mistake("c", "c",
                 "Rescaling does not bring anything back: h times the average is the sum of the "
-                "heads, and [1, 2] + [3, 4] equals [3, 4] + [1, 2]."),
+                "heads, and swapping the two heads does not change their sum."),
         Mistake("d", "d",
                 "Each head's weights sum to one over the keys, inside that head; nothing is "
                 "normalised across heads. Think about what W_O can still see after averaging."),
@@ -84,13 +101,17 @@ register(Question(
     hint="Answer with a single letter: 'a', 'b', 'c' or 'd'.",
 ))
 
+# --- q03_explain (written) -------------------------------------------------------------------
+
 register(Question(
     grade_id="q03_explain",
     assignment=ASSIGNMENT,
     points=2,
     kind="manual",
-    prompt="In two or three sentences, explain why concatenation followed by W_O can do "
-           "something that averaging the heads cannot.",
+    prompt="Lesson 03 shows concat(o_0, ..., o_{h-1}) W_O = sum_i o_i W_O^(i), where W_O^(i) is "
+           "head i's block of d_head rows. In two or three sentences: can W_O let one head "
+           "change what another head computes or contributes? Where in a Transformer can a "
+           "head make use of what another head found?",
 ))
 
 # --- q03_concat_project -----------------------------------------------------------------------
@@ -127,6 +148,12 @@ def _bare_reshape(head_outputs, w_o):
     return heads.reshape(n, h * d_head) @ w_o  # same shape, tokens scrambled
 
 
+def _interleaved(head_outputs, w_o):
+    heads = np.stack(_heads_list(head_outputs), axis=-1)  # (n, d_head, h)
+    n = heads.shape[0]
+    return heads.reshape(n, -1) @ w_o  # head 0's feature 0, head 1's feature 0, ...
+
+
 def _transposed_w_o(head_outputs, w_o):
     return np.concatenate(_heads_list(head_outputs), axis=-1) @ np.asarray(w_o).T
 
@@ -151,6 +178,12 @@ def _reversed_heads(head_outputs, w_o):
     return np.concatenate(_heads_list(head_outputs)[::-1], axis=-1) @ w_o
 
 
+def _first_block_only(head_outputs, w_o):
+    heads = _heads_list(head_outputs)
+    d_head = heads[0].shape[-1]
+    return sum(o @ np.asarray(w_o)[:d_head] for o in heads)  # every head meets head 0's rows
+
+
 register(Question(
     grade_id="q03_concat_project",
     assignment=ASSIGNMENT,
@@ -161,30 +194,25 @@ register(Question(
     reference=_concat_project_reference,
     cases=_concat_project_cases,
     mistakes=(
-        Mistake("bare reshape", _bare_reshape,
-                "The shape is right but the values are scrambled: reshaping (h, n, d_head) straight "
-                "to (n, h * d_head) mixes rows of different tokens. Join the heads side by side per "
-                "token: np.concatenate(list(head_outputs), axis=-1)."),
-        Mistake("w_o transposed", _transposed_w_o,
-                "You multiplied by W_O transposed. The course applies weights as x @ w: rows of w_o "
-                "are input features (h * d_head), columns are output features (d_model)."),
-        Mistake("no projection", _no_projection,
-                "You concatenated the heads but did not project: multiply the (n, h * d_head) "
-                "result by w_o."),
+        Mistake("bare reshape", _bare_reshape, BARE_MERGE_HINT),
+        Mistake("interleaved", _interleaved, INTERLEAVED_MERGE_HINT),
+        Mistake("w_o transposed", _transposed_w_o, W_O_TRANSPOSED_HINT),
+        Mistake("no projection", _no_projection, NO_PROJECTION_HINT),
         Mistake("averaged heads", _averaged,
                 "You averaged the heads, which leaves d_head features per token. Concatenate them "
                 "along the feature axis instead, then multiply by w_o."),
         Mistake("summed heads", _summed,
                 "You added the heads, which leaves d_head features per token. Concatenate them "
-                "along the feature axis instead, then multiply by w_o."),
-        Mistake("token axis", _token_axis,
-                "You stacked the heads along the token axis (h * n rows). Each token keeps its own "
-                "row: concatenate along the last (feature) axis."),
-        Mistake("reversed heads", _reversed_heads,
-                "The heads are in the wrong order: head 0's features come first, because head 0 "
-                "owns the first d_head rows of w_o."),
+                "along the feature axis instead, then multiply by w_o. " + PLUS_ADDS_ARRAYS),
+        Mistake("token axis", _token_axis, TOKEN_AXIS_HINT),
+        Mistake("reversed heads", _reversed_heads, REVERSED_HEADS_HINT),
+        Mistake("every head through the first rows", _first_block_only,
+                "Every head was multiplied by the first d_head rows of w_o. Head i owns its own "
+                "block of rows, w_o[i*d_head:(i+1)*d_head]; concatenating and then multiplying by "
+                "the whole w_o does this bookkeeping for you."),
     ),
     hint="Concatenate the heads along the feature (last) axis to get (n, h * d_head), then "
-         "multiply by w_o: (n, h * d_head) @ (h * d_head, d_model) -> (n, d_model).",
+         "multiply by w_o: (n, h * d_head) @ (h * d_head, d_model) -> (n, d_model). "
+         + PLUS_ADDS_ARRAYS,
     forbidden=("mha_helpers.heads.merge_heads", "mha_helpers.heads.multi_head_attention"),
 ))
