@@ -1,10 +1,13 @@
 """Grading throughput: submissions per second for a generated class, with 1 and 2 workers.
 
 (First written by the grader's author for exercise 03 alone; extended to every assignment,
-hostile submissions, a check of the verdicts and the nbgrader comparison.)
+hostile submissions, a check of the verdicts and the nbgrader comparison; since the grading
+sandbox, every submission runs in its own bubblewrap sandbox, as ``mha-course grade`` does.)
 
 The class is built in a temporary folder from the released exercise notebooks (exercises/) and
-the solutions, one folder per student, one notebook per assignment:
+the solutions, one folder per student, one notebook per assignment: ``COPIES`` students of each
+kind below (``correct_a_1``, ``correct_a_2``...), so that the class has at least 200
+submissions:
 
 * ``correct_a``, ``correct_b``: every answer cell holds the solution's code;
 * ``wrong``: every answer is filled in but wrong (stubs return 0, values are 0);
@@ -54,13 +57,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import INFO, MISSED, SKIPPED, Row, judged  # noqa: E402
 
-from mha_helpers.notebooks import COURSE_ROOT
+COURSE_ROOT = Path(__file__).resolve().parent.parent
 
 SECTION = "grading"
-TARGET_PER_S = 1.0  # with two workers
+TARGET_PER_S = 2.0  # with two workers
 SEED = 12345
-STUDENTS = ("correct_a", "correct_b", "wrong", "unattempted", "hostile_exit", "hostile_patch")
-HONEST = STUDENTS[:4]  # what the nbgrader side by side grades
+KINDS = ("correct_a", "correct_b", "wrong", "unattempted", "hostile_exit", "hostile_patch")
+CLASS_SIZE = 200  # at least this many submissions in the measured class
+HONEST = KINDS[:4]  # what the nbgrader side by side grades
 NBGRADER_ASSIGNMENTS = 3  # x 4 honest students = 12 submissions (1 assignment with --quick)
 NBGRADER_TARGET = 2.0  # ours (2 workers) >= 2x nbgrader's submissions per second
 
@@ -92,7 +96,13 @@ HOSTILE = {
 }
 
 
-def build_class(folder: Path, assignments: list[str], students=STUDENTS) -> int:
+def class_students(assignments: list[str], size: int = CLASS_SIZE) -> list[str]:
+    """``kind_1``, ``kind_2``... enough copies of every kind for ``size`` submissions."""
+    copies = max(1, -(-size // (len(KINDS) * max(1, len(assignments)))))
+    return [f"{kind}_{i}" for i in range(1, copies + 1) for kind in KINDS]
+
+
+def build_class(folder: Path, assignments: list[str], students=KINDS) -> int:
     """Write one notebook per (student, assignment) under ``folder``; return how many."""
     count = 0
     for name in assignments:
@@ -106,8 +116,9 @@ def build_class(folder: Path, assignments: list[str], students=STUDENTS) -> int:
                     cell.source = solved.get(gid, cell.source)
                 elif student != "unattempted":
                     cell.source = _wrong(cell.source)
-                    if i == 0 and student in HOSTILE:
-                        cell.source = HOSTILE[student] + cell.source
+                    kind = student.rsplit("_", 1)[0] if student[-1].isdigit() else student
+                    if i == 0 and kind in HOSTILE:
+                        cell.source = HOSTILE[kind] + cell.source
             path = folder / student / f"{name}.ipynb"
             path.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, path)
@@ -120,7 +131,7 @@ def _sanity(rows) -> tuple[bool, str]:
     bad = []
     for r in rows:
         student = Path(r["file"]).parent.name
-        full = r["max"] > 0 and r["total"] == r["max"]
+        full = r["max"] > 0 and r["total"] == r["max"] - r["pending"]
         if student.startswith("correct") and not full:
             bad.append(f"{student}/{r['assignment']} scored {r['total']}/{r['max']} ({r['status']})")
         if not student.startswith("correct") and full and r["max"] > 0:
@@ -299,7 +310,7 @@ def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
         mine = {}
         for jobs in (2, 1):
             t0 = time.perf_counter()
-            result = grade_paths([ours_dir], jobs=jobs, timeout=60.0, seed=SEED)
+            result = grade_paths([ours_dir], jobs=jobs, timeout=60.0, seed=SEED, course=COURSE_ROOT)
             mine[jobs] = (time.perf_counter() - t0, result)
 
         theirs_per_s = n / wall
@@ -375,12 +386,15 @@ def run(args, blas) -> list[Row]:
     rows = []
     folder = Path(tempfile.mkdtemp(prefix="mha-bench-class-"))
     try:
-        n = build_class(folder, assignments)
-        grade_paths([folder], jobs=1, timeout=60.0, seed=SEED)  # warm the file cache, not measured
+        n = build_class(folder, assignments, class_students(assignments, 12 if args.quick else CLASS_SIZE))
+        warm = folder.parent / (folder.name + "-warm")
+        build_class(warm, assignments[:1], KINDS[:1])
+        grade_paths([warm], jobs=1, timeout=60.0, seed=SEED, course=COURSE_ROOT)  # file cache
+        shutil.rmtree(warm, ignore_errors=True)
         results = {}
         for jobs in (1, 2):
             t0 = time.perf_counter()
-            graded = grade_paths([folder], jobs=jobs, timeout=60.0, seed=SEED)
+            graded = grade_paths([folder], jobs=jobs, timeout=60.0, seed=SEED, course=COURSE_ROOT)
             wall = time.perf_counter() - t0
             results[jobs] = (wall, graded)
             start = [r["timing"]["start"] for r in graded]
@@ -390,7 +404,7 @@ def run(args, blas) -> list[Row]:
             target = f">= {TARGET_PER_S:g}/s" if jobs == 2 else "report"
             rows.append(Row(
                 SECTION, f"{len(graded)} submissions ({len(assignments)} assignments x "
-                         f"{len(STUDENTS)} students), {jobs} worker{'s' * (jobs > 1)}",
+                         f"{len(graded) // max(1, len(assignments))} students), {jobs} worker{'s' * (jobs > 1)}",
                 f"{per_s:.2f}/s ({wall:.1f} s)",
                 target, judged(per_s >= TARGET_PER_S) if jobs == 2 else INFO,
                 {"submissions": len(graded), "wall_s": round(wall, 3), "per_second": per_s,

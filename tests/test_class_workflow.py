@@ -338,3 +338,17 @@ def test_the_tools_work_on_the_course_in_front_of_them(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mha_helpers.cli", "release", "--check"], cwd=tmp_path,
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2 and "no course folder found" in r.stderr
+
+
+def test_a_huge_answer_cell_does_not_blow_up_the_grader(tmp_path):
+    """A notebook just under the 10 MiB file limit, almost all of it one answer cell: the grader
+    refuses it before parsing its code, and its own memory stays modest."""
+    nb = make_notebook(with_answer("q03_concat_project", "# " + "x" * (9 * 2**20) + "\n"))
+    write_nb(tmp_path / "subs", "big", nb)
+    code = ("import resource, json\nfrom mha_helpers.grading.grader import grade_paths\n"
+            f"[row] = grade_paths([{str(tmp_path / 'subs')!r}], jobs=1, timeout=20)\n"
+            "print(json.dumps([row['status'], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    status, maxrss_kib = json.loads(out.stdout.strip().splitlines()[-1])
+    assert status == "too-large"
+    assert maxrss_kib < 400 * 1024, f"the grader used {maxrss_kib / 1024:.0f} MiB"

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import secrets
 import sys
-import tempfile
 import threading
 import time
 import zlib
@@ -364,16 +363,15 @@ def grade_submissions(subs, templates, jobs=2, opts: Options | None = None, seed
     opts = opts or Options()
     seed = secrets.randbits(63) if seed is None else int(seed)
     bar = Progress(len(subs), enabled=progress)
-    with tempfile.TemporaryDirectory(prefix="mha-grade-mpl-") as mpl:
-        opts.mpl_cache = sandbox.warm_matplotlib(mpl)
+    opts.mpl_cache = sandbox.warm_matplotlib()
 
-        def one(sub):
-            row = grade_submission(sub, templates, opts, seed)
-            bar.step(sub.student)
-            return row
+    def one(sub):
+        row = grade_submission(sub, templates, opts, seed)
+        bar.step(sub.student)
+        return row
 
-        with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-            rows = list(pool.map(one, subs))
+    with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+        rows = list(pool.map(one, subs))
     _mark_duplicates(rows)
     return rows
 

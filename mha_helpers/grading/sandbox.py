@@ -228,8 +228,15 @@ def sandbox_help(reason: str) -> str:
 # --- running ---------------------------------------------------------------------------------
 
 
-def warm_matplotlib(folder: str) -> str | None:
-    """Build matplotlib's font list once, outside the sandboxes, into ``folder``."""
+@lru_cache(maxsize=None)
+def warm_matplotlib() -> str | None:
+    """Build matplotlib's font list once per process, outside the sandboxes, into a private
+    folder removed at exit; each sandbox starts from a copy (a submission that plots then does
+    not spend seconds scanning fonts)."""
+    import atexit
+
+    folder = tempfile.mkdtemp(prefix="mha-grade-mpl-")
+    atexit.register(shutil.rmtree, folder, True)
     try:
         subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], timeout=120,
                        env=dict(os.environ, MPLCONFIGDIR=folder, MPLBACKEND="Agg"),
