@@ -94,13 +94,13 @@ def _cmd_release(args) -> int:
 
 
 def _cmd_check_solutions(args) -> int:
-    from .grading.grader import check_solutions
+    from .grading.commands import check_solutions
 
     return check_solutions(_course_or_exit("check-solutions", args.course), timeout=args.timeout)
 
 
 def _cmd_grade(args) -> int:
-    from .grading.grader import grade_command
+    from .grading.commands import grade_command
 
     return grade_command(args)
 

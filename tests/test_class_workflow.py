@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_helpers import (A03, CORRECT, FULL, ROOT, make_notebook, require_sandbox,
+from grading_helpers import (A03, FULL, ROOT, make_notebook, require_sandbox,
                              with_answer, write_nb)
 
 from mha_helpers.cli import main

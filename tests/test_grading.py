@@ -25,7 +25,7 @@ import pytest
 from grading_helpers import (A03, CORRECT, FULL, POINTS, ROOT, SOLUTIONS, make_notebook,
                              others_full, require_sandbox, with_answer, write_nb)
 
-from mha_helpers.grading import gradebook, grader
+from mha_helpers.grading import commands, gradebook, grader
 from mha_helpers.grading.check import evaluate
 from mha_helpers.grading.collect import DEFAULT_MAX_BYTES
 from mha_helpers.grading.course import PACKAGE_DIR, find_course
@@ -510,7 +510,6 @@ def test_calling_the_course_helper_scores_zero_and_says_why(batch, student):
 def test_the_grader_and_the_self_check_agree(batch):
     """Same answers, same verdict: run each answer of the batch through the self-check's rules
     in this process and compare with the grader's verdict."""
-    import mha_helpers  # noqa: F401
 
     q = get_question("q03_concat_project")
     for student in ("bare_reshape", "in_place", "calls_helper", "good"):
@@ -605,7 +604,7 @@ def test_feedback_names_passed_failed_and_written_questions(batch):
 
 def test_check_solutions_passes_for_every_solution_notebook(capsys):
     require_sandbox()
-    assert grader.check_solutions(find_course(start=ROOT), timeout=60) == 0, capsys.readouterr().out
+    assert commands.check_solutions(find_course(start=ROOT), timeout=60) == 0, capsys.readouterr().out
 
 
 def test_check_solutions_fails_when_a_solution_is_wrong(tmp_path, capsys):
@@ -619,7 +618,7 @@ def test_check_solutions_fails_when_a_solution_is_wrong(tmp_path, capsys):
         if c.metadata.get("nbgrader", {}).get("grade_id") == "q03_d_head":
             c.source = c.source.replace("768 // 12", "768 // 6")
     nbformat.write(nb, course / "solutions" / f"{A03}.ipynb")
-    assert grader.check_solutions(find_course(course), timeout=60) == 1
+    assert commands.check_solutions(find_course(course), timeout=60) == 1
     assert "FAIL 03_concatenate_and_project" in capsys.readouterr().out
 
 

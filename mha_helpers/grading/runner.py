@@ -140,7 +140,7 @@ def main(argv=None) -> int:
             except OSError:
                 pass
 
-    import numpy as np  # noqa: F401  (imported before student code)
+    import numpy  # noqa: F401  (imported before student code, as the course cells will)
 
     from .watch import run_cases
 
