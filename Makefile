@@ -64,11 +64,11 @@ bench: install
 screenshots: install
 	MHA_SCREENSHOTS_DIR="$(CURDIR)/docs/images" $(BIN)/python -m pytest -n0 -p no:cacheprovider \
 		tests/test_browser.py -k shape_explorer
-	$(BIN)/python site_src/build_site.py --screenshot docs/images/site_lesson.png
+	$(BIN)/python site_src/build_site.py --quiet --screenshot docs/images/site_lesson.png
 
 ## Build the course website into site/ from the stored notebook outputs (offline, no re-execution).
 site: install
-	$(BIN)/python site_src/build_site.py
+	$(BIN)/python site_src/build_site.py --quiet
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache test-artifacts dist build site
