@@ -346,8 +346,10 @@ def summary_text(rows: list, questions_by_assignment: dict) -> str:
         for q in qs:
             pts = [r["points"].get(q.grade_id) for r in graded]
             scored = [p for p in pts if isinstance(p, (int, float))]
-            if not scored:
-                lines.append(f"  {q.grade_id:<{width}}  written answer: {len(pts)} pending")
+            if q.kind == "manual":
+                mean = f", mean {sum(scored) / len(scored):.2f} of {q.points:g}" if scored else ""
+                lines.append(f"  {q.grade_id:<{width}}  written answer: {len(pts) - len(scored)} "
+                             f"pending, {len(scored)} scored{mean}")
                 continue
             mean = sum(scored) / len(scored)
             full = sum(1 for p in scored if p >= q.points) / len(scored)
