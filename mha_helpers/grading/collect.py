@@ -327,9 +327,8 @@ def _open_upload(path: Path, max_bytes: int, notes: list) -> bytes:
 
 
 def read_notebook(path: Path, max_bytes: int = DEFAULT_MAX_BYTES):
-    """Return ``(notebook dict in format 4, notes)`` or raise :class:`Rejected`."""
-    import nbformat
-
+    """Return ``(notebook dict in format 4, notes)`` or raise :class:`Rejected`. Needs only the
+    standard library, except to convert an old notebook format (nbformat)."""
     notes = []
     if path.is_symlink():
         raise Rejected("refused", "a symbolic link; not followed")
@@ -357,6 +356,8 @@ def read_notebook(path: Path, max_bytes: int = DEFAULT_MAX_BYTES):
     if version < 4:
         try:
             import warnings
+
+            import nbformat
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
