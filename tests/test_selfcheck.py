@@ -101,3 +101,67 @@ def test_text_is_never_a_number():
     for q in number_questions:
         r = self_check(q.grade_id, str(q.expected))
         assert r["points"] == 0, q.grade_id
+
+
+# ---------------------------------------------------------------------------------------------
+# check() itself: what the learner sees, and how it behaves under nbgrader
+
+
+def test_check_prints_the_failing_case_and_the_targeted_hint(capsys):
+    from mha_helpers.grading import check
+
+    def bare_reshape(h, w):
+        h = np.asarray(h)
+        return h.reshape(h.shape[1], -1) @ w
+
+    check("q03_concat_project", bare_reshape)
+    out = capsys.readouterr().out
+    hint = next(m.hint for m in REGISTRY["q03_concat_project"].mistakes if m.name == "bare reshape")
+    assert "q03_concat_project: not yet [0/4 points]" in out
+    assert "expected: array of shape (3, 8)" in out and f"hint: {hint}" in out
+
+
+def test_check_never_raises_in_jupyterlab(capsys, monkeypatch):
+    from mha_helpers.grading import check
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+    class Weird:
+        def __array__(self, *a, **k):
+            raise RuntimeError("no")
+
+    check("no_such_question", 1)
+    check("q03_d_head", Weird())
+    check("q03_concat_project", 42)
+    check("q03_d_head", None)
+    out = capsys.readouterr().out
+    assert "no such question" in out and out.count("q03_") == 3
+
+
+@pytest.mark.parametrize("mode", ["autograde", "validate"])
+def test_under_nbgrader_a_check_that_does_not_pass_raises(monkeypatch, capsys, mode):
+    """nbgrader gives a check cell its points when it does not raise; under nbgrader (which sets
+    NBGRADER_EXECUTION) a wrong or unanswered answer must raise, a right one must not."""
+    from mha_helpers.grading import check
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", mode)
+    check("q03_d_head", 64)
+    check("q03_explain", None)  # a written answer is graded by hand, never by the check cell
+    for wrong in (768 * 12, None):
+        with pytest.raises(AssertionError, match="q03_d_head"):
+            check("q03_d_head", wrong)
+    with pytest.raises(AssertionError):
+        check("no_such_question", 1)
+    assert "q03_d_head: passed" in capsys.readouterr().out
+
+
+def test_without_the_data_the_check_says_so_instead_of_failing(monkeypatch, capsys, tmp_path):
+    """Inside the grading sandbox the data is hidden; check() must say so and not raise."""
+    from mha_helpers.grading import check as check_module
+
+    monkeypatch.setattr(check_module, "DATA_DIR", tmp_path / "nothing")
+    monkeypatch.setattr(check_module, "_DATA", None)
+    check_module.check("q03_d_head", 64)
+    check_module.score_summary("03_concatenate_and_project")
+    out = capsys.readouterr().out
+    assert "not available here" in out
