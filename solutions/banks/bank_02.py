@@ -468,11 +468,12 @@ register(Question(
                 "The mask was not applied (or mask=None was assumed): put -inf where the mask is "
                 "False, in every sequence and every head, before the softmax."),
     ),
-    hint="q = x @ w_q is (batch, n, d_model); split to (batch, h, n, d_head) with "
-         "reshape(batch, n, h, d_head).transpose(0, 2, 1, 3) (or loop over the batch and reuse "
-         "your split_heads); scores = qh @ kh.swapaxes(-1, -2) / sqrt(d_head); np.where(mask, "
-         "scores, -np.inf) when a mask is given; softmax over the last axis; merge back to "
-         "(batch, n, d_model); multiply by w_o.",
+    hint="Give mask the default None: the first check leaves it out. x has a batch axis, so "
+         "either loop over its sequences (for seq in x: ...) and reuse your (n, d_model) "
+         "split_heads and merge_heads, then np.stack the results; or split to (batch, h, n, d_head) "
+         "with reshape(batch, n, h, d_head).transpose(0, 2, 1, 3). Then scores = "
+         "qh @ kh.swapaxes(-1, -2) / sqrt(d_head); np.where(mask, scores, -np.inf) when a mask is "
+         "given; softmax over the last axis; merge back to (batch, n, d_model); multiply by w_o.",
     # split_heads and merge_heads are not listed: learners are invited to reuse their own
     # functions of those names, and the grader's static check matches names, not code.
     forbidden=("mha_helpers.heads.multi_head_attention",
