@@ -157,8 +157,9 @@ def test_under_nbgrader_a_check_that_does_not_pass_raises(monkeypatch, capsys, m
 
 def test_without_the_data_the_check_says_so_instead_of_failing(monkeypatch, capsys, tmp_path):
     """Inside the grading sandbox the data is hidden; check() must say so and not raise."""
-    from mha_helpers.grading import check as check_module
+    import importlib
 
+    check_module = importlib.import_module("mha_helpers.grading.check")  # the module, not check()
     monkeypatch.setattr(check_module, "DATA_DIR", tmp_path / "nothing")
     monkeypatch.setattr(check_module, "_DATA", None)
     check_module.check("q03_d_head", 64)
