@@ -28,7 +28,7 @@ import numpy as np
 from .attention import scaled_dot_product_attention
 from .cost import MODEL_CONFIGS, attention_flops, attention_params, format_bytes, kv_cache_bytes
 from .heads import merge_heads, split_heads
-from .plots import CMAP, layer_diagram_svg
+from .plots import CMAP, head_colour, layer_diagram_svg
 
 __all__ = [
     "shape_view",
@@ -269,8 +269,9 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
                      attention_params(d_model, h), flops, TOKENS[:n], weights[:shown], note)
 
 
-def _heatmap_table(weights, tokens, title: str) -> str:
-    """One head's (n, n) weights as an HTML table: rows = queries, columns = keys."""
+def _heatmap_table(weights, tokens, title: str, swatch: str = "") -> str:
+    """One head's (n, n) weights as an HTML table: rows = queries, columns = keys. ``swatch`` is
+    the head's colour in the layer diagram, shown next to the title."""
     cell = "width:34px;height:26px;text-align:center;padding:0;border:1px solid #ffffff;font-size:10px"
     head = "padding:0 4px;font-size:11px;font-weight:normal;border:none"
     rows = [f'<tr><td style="{head};text-align:right;color:{_MUTED}">query \u2193 key \u2192</td>'
@@ -283,8 +284,10 @@ def _heatmap_table(weights, tokens, title: str) -> str:
             tds.append(f'<td style="{cell};background-color:{bg};color:{fg}" '
                        f'title="{_esc(qt)} \u2192 {_esc(kt)}: {w:.2f}">{w:.2f}</td>')
         rows.append(f'<tr><th style="{head};text-align:right">{_esc(qt)}</th>{"".join(tds)}</tr>')
+    mark = (f'<span style="display:inline-block;width:10px;height:10px;margin-right:4px;'
+            f'background-color:{swatch}"></span>' if swatch else "")
     return (f'<div style="display:inline-block;vertical-align:top;margin:0 14px 10px 0">'
-            f'<div style="text-align:center;font-weight:bold;margin-bottom:2px">{_esc(title)}</div>'
+            f'<div style="text-align:center;font-weight:bold;margin-bottom:2px">{mark}{_esc(title)}</div>'
             f'<table style="border-collapse:collapse;border:none">{"".join(rows)}</table></div>')
 
 
@@ -299,14 +302,15 @@ def render_heatmaps_html(view: ShapeView) -> str:
     """The grid of per-head attention heatmaps (with title, token labels and colour scale)."""
     if not view.ok:
         return ""
-    heads = "".join(_heatmap_table(view.weights[i], view.tokens, f"head {i}")
+    heads = "".join(_heatmap_table(view.weights[i], view.tokens, f"head {i}", head_colour(i))
                     for i in range(view.weights.shape[0]))
     note = f' <span style="color:{_MUTED}">({_esc(view.heads_note)})</span>' if view.heads_note else ""
     return (f'<div style="margin-top:6px;line-height:1.45"><div style="font-weight:bold">Attention weights per head '
             f'for the example "{_esc(" ".join(view.tokens))}" (seeded weights){note}</div>'
             f'{_colour_legend()}<div>{heads}</div>'
             f'<div style="font-size:11px;color:{_MUTED}">Rows: the query token (attending); '
-            f'columns: the key token (attended to). Each head has its own pattern.</div></div>')
+            f'columns: the key token (attended to). Each head has its own pattern; the square by its '
+            f'name is its colour in the diagram above.</div></div>')
 
 
 def render_diagram_html(view: ShapeView) -> str:
