@@ -295,6 +295,10 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
                  "message": "the sandbox's report for this question was malformed (fail closed)",
                  "hint": ""}
             notes.append(f"{q.grade_id}: malformed report ({str(exc)[:80]}); scored 0")
+        except Exception as exc:  # an answer too odd to compare costs its own points only
+            d = {"grade_id": q.grade_id, "status": "error", "points": 0.0, "max_points": q.points,
+                 "message": "your answer could not be compared with the expected one", "hint": q.hint}
+            notes.append(f"{q.grade_id}: could not be compared ({type(exc).__name__}); scored 0")
         if q.grade_id not in exprs:
             d = d | {"status": "error", "points": 0.0, "message": "the course has no check cell "
                                                                    "for this question"}

@@ -222,15 +222,18 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
             hint = m["hint"]
             break
     kind = info.get("type")
+    try:
+        shape = list(np.shape(np.asarray(actual, dtype=object)))
+    except (ValueError, TypeError):
+        shape = None
     if kind == "number" and isinstance(actual, (str, bytes)):
         message = f"your answer should be a number, got text {str(actual)[:40]!r}"
     elif kind == "text" and not isinstance(actual, str):
         message = f"your answer should be text, got a {type(actual).__name__}"
     elif kind == "number" and got is None:
         message = f"your answer should be a number or an array, got a {type(actual).__name__}"
-    elif kind == "number" and list(np.shape(np.asarray(actual, dtype=object))) != info.get("shape"):
-        message = (f"your answer has shape {tuple(np.shape(np.asarray(actual, dtype=object)))}, "
-                   f"expected shape {tuple(info.get('shape') or ())}")
+    elif kind == "number" and shape is not None and shape != info.get("shape"):
+        message = f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
     elif kind == "tuple" and (not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")):
         message = f"your answer should be a tuple of {info.get('length')} items"
     else:

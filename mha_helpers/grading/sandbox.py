@@ -127,23 +127,21 @@ def seccomp_filter() -> bytes | None:
 
 
 def _python_paths() -> list[str]:
-    """Folders of the Python installation and its packages, never the course folder itself."""
-    course_like = PACKAGE_DIR.parent.resolve()
+    """Folders of the Python installation and its packages: the prefixes, and the ``sys.path``
+    entries that are package folders (``site-packages``, ``dist-packages``). Never the course
+    folder, the current folder or anything else that happens to be on ``sys.path``."""
+    course = PACKAGE_DIR.parent.resolve()
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable))]
+    candidates += [p for p in sys.path if p and {"site-packages", "dist-packages"} & set(Path(p).parts)]
     found = []
-    for p in [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-              *sys.path]:
-        if not p:
-            continue
+    for p in candidates:
         try:
             real = Path(p).resolve()
         except OSError:
             continue
-        if not real.is_dir() or real == Path("/"):
-            continue
-        if real == course_like or real in course_like.parents:
+        if not real.is_dir() or real == Path("/") or real == course or real in course.parents:
             continue  # the course folder (or above it): only the package is mounted
-        if course_like in real.parents and Path(sys.prefix).resolve() not in (real, *real.parents):
-            continue  # inside the course folder but not its virtual environment
         found.append(str(real))
     found.sort(key=len)
     kept = []
