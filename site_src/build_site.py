@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import posixpath
 import re
 import shutil
 import sys
@@ -202,9 +203,35 @@ def _copy_if_changed(src: Path, dest: Path) -> None:
         shutil.copy2(src, dest)
 
 
-def _fix_folder_links(text: str, folder: str) -> str:
-    """``[x](../exercises/)`` names a folder; on the site it is that folder's index page."""
-    return re.sub(r"\]\((\.\./)?" + re.escape(folder) + r"/?\)", lambda m: f"]({m.group(1) or ''}{folder}/index.md)", text)
+MD_LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
+
+
+def rewrite_links(text: str, folder: str, staged: set[str], repo_url: str, root: Path = ROOT) -> str:
+    """Make a page's relative Markdown links work on the site.
+
+    ``folder`` is the page's folder in the repository (``notebooks``, ``docs``). A link to a
+    staged page or file stays as it is; a link to a folder with a staged index page (``../exercises/``)
+    goes to that page; a link to any other file or folder of the repository (``../CONTRIBUTING.md``)
+    goes to it in the repository's web view. Anything else is left for Sphinx to report.
+    """
+    def repl(m: re.Match) -> str:
+        target = m.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith(("#", "/")):
+            return m.group(0)
+        path, _, fragment = target.partition("#")
+        resolved = posixpath.normpath(posixpath.join(folder, urllib.parse.unquote(path)))
+        if resolved.startswith("..") or resolved in staged:
+            return m.group(0)
+        if f"{resolved}/index.md" in staged:
+            new = posixpath.relpath(f"{resolved}/index.md", folder)
+        elif (root / resolved).is_file():
+            new = f"{repo_url}/blob/HEAD/{resolved}"
+        elif (root / resolved).is_dir():
+            new = f"{repo_url}/tree/HEAD/{resolved}"
+        else:
+            return m.group(0)
+        return f"{m.group(1)}{new}{'#' + fragment if fragment else ''}{m.group(3)}"
+    return MD_LINK.sub(repl, text)
 
 
 def stage(dest: Path, root: Path = ROOT) -> dict:
@@ -214,13 +241,18 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
     dest.mkdir(parents=True, exist_ok=True)
     wanted: set[Path] = set()
     lesson_files, exercise_files, doc_files = lessons(root), exercises(root), docs_pages(root)
+    images = root / "docs" / "images"
+    image_files = sorted(p for p in images.rglob("*") if p.is_file()) if images.is_dir() else []
+    staged = {p.relative_to(root).as_posix() for p in lesson_files + exercise_files + doc_files + image_files}
+    staged |= {"index.md", "exercises/index.md"}
+    repo_url = repository_url(root / "pyproject.toml")[0]
     for src in lesson_files + exercise_files:
         target = dest / src.parent.name / src.name
         nb = nbformat.read(src, as_version=4)
         changed = False
         for cell in nb.cells:
             if cell.cell_type == "markdown":
-                fixed = _fix_folder_links(cell.source, "exercises")
+                fixed = rewrite_links(cell.source, src.parent.name, staged, repo_url, root)
                 changed |= fixed != cell.source
                 cell.source = fixed
         if changed:
@@ -229,15 +261,13 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
             _copy_if_changed(src, target)
         wanted.add(target)
     for src in doc_files:
-        _copy_if_changed(src, dest / "docs" / src.name)
-        wanted.add(dest / "docs" / src.name)
-    images = root / "docs" / "images"
-    if images.is_dir():
-        for src in images.rglob("*"):
-            if src.is_file():
-                target = dest / "docs" / "images" / src.relative_to(images)
-                _copy_if_changed(src, target)
-                wanted.add(target)
+        target = dest / "docs" / src.name
+        _write_if_changed(target, rewrite_links(src.read_text(), "docs", staged, repo_url, root))
+        wanted.add(target)
+    for src in image_files:
+        target = dest / src.relative_to(root)
+        _copy_if_changed(src, target)
+        wanted.add(target)
     docs = [f"docs/{p.stem}" for p in doc_files]
     _write_if_changed(dest / "exercises" / "index.md", exercises_page([p.stem for p in exercise_files]))
     wanted.add(dest / "exercises" / "index.md")

@@ -412,6 +412,22 @@ def test_the_home_page_lesson_map_is_built_from_the_readme(tmp_path):
     assert "docs/sources" in page
 
 
+def test_relative_links_are_made_to_work_on_the_site():
+    staged = {"notebooks/01_a.ipynb", "exercises/01_a.ipynb", "exercises/index.md", "docs/sources.md"}
+    repo = "https://github.com/someone/mha-course"
+    text = ("[next](01_a.ipynb) [ex](../exercises/01_a.ipynb#q1) [all](../exercises/) "
+            "[guide](../CONTRIBUTING.md#graded-exercises) [code](../mha_helpers/) [web](https://example.org/x) "
+            "[here](#top) [gone](../exercises/09_missing.ipynb) ![pic](../docs/images/x.png)")
+    out = site_build.rewrite_links(text, "notebooks", staged, repo)
+    assert "[next](01_a.ipynb)" in out and "[ex](../exercises/01_a.ipynb#q1)" in out
+    assert "[all](../exercises/index.md)" in out
+    assert f"[guide]({repo}/blob/HEAD/CONTRIBUTING.md#graded-exercises)" in out
+    assert f"[code]({repo}/tree/HEAD/mha_helpers)" in out
+    assert "[web](https://example.org/x)" in out and "[here](#top)" in out
+    # a file that exists nowhere is left as written, for Sphinx to report (the build then fails)
+    assert "[gone](../exercises/09_missing.ipynb)" in out and "![pic](../docs/images/x.png)" in out
+
+
 def test_a_missing_browser_skips_locally_but_fails_in_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI must build and check the site"):
