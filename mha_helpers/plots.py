@@ -295,8 +295,8 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
     rows = list(range(h)) if h <= 4 else [0, 1, None, h - 1]
     for i in rows:
         if i is None:
-            items.append(Label(8.0, y + 0.6, f"\u2026 (one colour per head; the nine colours repeat "
-                               f"from head 9 on)" if h > 9 else "\u2026", size=7.5, anchor="start"))
+            items.append(Label(8.0, y + 0.6, "\u2026 (one colour per head; the nine colours repeat "
+                               "from head 9 on)" if h > 9 else "\u2026", size=7.5, anchor="start"))
         else:
             a, b = blocks[i]
             items.append(Box(8.0, y - 1.2, 2.4, 2.4, head_colour(i), "legend", i))

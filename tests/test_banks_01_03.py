@@ -15,8 +15,13 @@ import itertools
 import numpy as np
 import pytest
 
-from mha_helpers import (merge_heads, multi_head_attention, scaled_dot_product_attention, softmax,
-                         split_heads)
+from mha_helpers import (
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    softmax,
+    split_heads,
+)
 from mha_helpers.grading.check import evaluate, self_check
 from mha_helpers.grading.compare import difference
 from mha_helpers.grading.questions import get_question, questions_for

@@ -48,8 +48,14 @@ def test_plot_heads_draws_one_titled_heatmap_per_head_and_one_colorbar():
 # The block diagram of the layer (lessons 02 and 03, and the shape explorer)
 # ---------------------------------------------------------------------------------------------
 
-from mha_helpers.plots import (HEAD_COLOURS, Box, head_colour, layer_diagram_layout,  # noqa: E402
-                               layer_diagram_svg, plot_layer_diagram)
+from mha_helpers.plots import (  # noqa: E402
+    HEAD_COLOURS,
+    Box,
+    head_colour,
+    layer_diagram_layout,
+    layer_diagram_svg,
+    plot_layer_diagram,
+)
 
 ROLES = ("w_q", "w_k", "w_v", "pattern", "concat", "w_o")
 

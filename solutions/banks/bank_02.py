@@ -21,8 +21,12 @@ import numpy as np
 from mha_helpers import multi_head_attention
 from mha_helpers.grading.questions import Mistake, Question, register
 
-from .bank_01 import (MASK_AFTER_SOFTMAX_HINT, MASK_POLARITY_HINT, QUERY_AXIS_HINT,
-                      TRANSPOSED_SCORES_HINT)
+from .bank_01 import (
+    MASK_AFTER_SOFTMAX_HINT,
+    MASK_POLARITY_HINT,
+    QUERY_AXIS_HINT,
+    TRANSPOSED_SCORES_HINT,
+)
 
 ASSIGNMENT = "02_heads"
 

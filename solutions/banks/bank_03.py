@@ -20,8 +20,14 @@ import numpy as np
 
 from mha_helpers.grading.questions import Mistake, Question, register
 
-from .bank_02 import (BARE_MERGE_HINT, INTERLEAVED_MERGE_HINT, NO_PROJECTION_HINT,
-                      REVERSED_HEADS_HINT, TOKEN_AXIS_HINT, W_O_TRANSPOSED_HINT)
+from .bank_02 import (
+    BARE_MERGE_HINT,
+    INTERLEAVED_MERGE_HINT,
+    NO_PROJECTION_HINT,
+    REVERSED_HEADS_HINT,
+    TOKEN_AXIS_HINT,
+    W_O_TRANSPOSED_HINT,
+)
 
 ASSIGNMENT = "03_concatenate_and_project"
 
