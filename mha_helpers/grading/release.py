@@ -229,7 +229,7 @@ def release(course=None, check: bool = False) -> list[Path]:
 
 # --- the students' copy --------------------------------------------------------------------
 
-STUDENT_COPY_ITEMS = ("notebooks", "exercises", "mha_helpers", "pyproject.toml", "environment.yml",
+STUDENT_COPY_ITEMS = ("notebooks", "exercises", "mha_helpers", "pyproject.toml", "environment.yml", "postBuild",
                       "LICENSE", "LICENSE-content.md", "CITATION.cff", "binder", "docs/learner_guide.md",
                       "docs/images")
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
