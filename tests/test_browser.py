@@ -1,14 +1,25 @@
-"""The shape explorer works where learners use it: in JupyterLab, in a real browser.
+"""The course where learners use it: JupyterLab in a real browser.
 
-The test starts JupyterLab on a free localhost port with a fixed token, from a temporary copy of
-``notebooks/`` (JupyterLab autosaves, and the working tree must not change), opens lesson 02 in
-headless Chromium (Debian's ``chromium`` driven by Playwright), runs every cell from the menu,
-then moves the ``d_model`` and ``h`` sliders the way a learner would (typing into a slider's
-value box, and the arrow keys) and checks that ``d_head`` and the "not divisible" message follow.
+One JupyterLab server starts on a free localhost port with a fixed token, over a temporary copy of
+``notebooks/`` (JupyterLab autosaves, and the working tree must not change), with the course's
+own JupyterLab settings (``postBuild``, which ``make lab`` and Binder run) and otherwise default
+settings. Headless Chromium (Debian's ``chromium``, driven by Playwright) then checks:
 
-It skips, with the reason, where Chromium or Playwright is missing, except in CI (``CI=true``),
-where a skip would hide a broken course and is turned into a failure. The server is shut down
-in every case; on failure a screenshot and the server log are saved in ``test-artifacts/``.
+* **a quiet first start**: lesson 00 opens with no dialog and no "get notified about official
+  Jupyter news?" prompt (a control server without the course's settings shows that prompt, so
+  the check can fail), and its widget check shows the green tick;
+* **all three explorers** (lessons 02, 04, 05): Run All, then move sliders the way a learner
+  does (typing into a slider's value box, the arrow keys, a menu, a toggle) and read what changes;
+* **save and reopen**: after moving the sliders, save, shut the kernel down, close and reopen the
+  lesson: each explorer shows a picture of its last state with a line saying how to make it
+  live again, never "Error displaying widget: model not found".
+
+The shape explorer's picture for the README is taken here too: ``make screenshots`` writes it
+to docs/images/ (``MHA_SCREENSHOTS_DIR``); other runs write to test-artifacts/.
+
+The tests skip, with the reason, where Chromium or Playwright is missing, except in CI
+(``CI=true``), where a skip would hide a broken course and is turned into a failure. Servers are
+shut down in every case; on failure a screenshot and the server log go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -27,19 +38,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LESSON = "02_heads.ipynb"
 ARTIFACTS = ROOT / "test-artifacts"
 TOKEN = "mha-course-browser-test"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-dev-shm-usage"]  # containers often have a tiny /dev/shm
-# JupyterLab settings for the test server: no news or update pop-ups over the notebook, and
-# every cell kept in the page (no windowing) so the explorer can be found wherever it is.
-LAB_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-        '{"fetchNews": "false", "checkForUpdates": false, "doNotDisturbMode": true}',
+# A test-only user setting: every cell kept in the page (no windowing), so an explorer can be
+# found wherever it is. Nothing else is set: the notification settings come from postBuild.
+USER_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}',
 }
+NEWS_PROMPT = "official Jupyter news"
+MODEL_NOT_FOUND = "Error displaying widget"
+LIVE_AGAIN = "Run this cell to make its sliders live again"
+SCREENSHOT = "shape-explorer.png"
 
 
 def _chromium_path() -> str | None:
@@ -88,54 +100,100 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-@pytest.fixture
-def lab(tmp_path, chromium):
-    """A JupyterLab server over a copy of notebooks/; yields (base_url, log_path)."""
-    if not (ROOT / "notebooks" / LESSON).exists():
-        pytest.fail(f"notebooks/{LESSON} is missing: it is the lesson that embeds shape_explorer()")
-    root = tmp_path / "notebooks"
+class Lab:
+    """A running JupyterLab server: its URL, notebook folder and log."""
+
+    def __init__(self, base: str, root: Path, log: Path):
+        self.base, self.root, self.log = base, root, log
+
+    def url(self, notebook: str) -> str:
+        # ?reset: a fresh workspace, so only this notebook is open (as after `make lab`)
+        return f"{self.base}/lab/tree/{notebook}?reset&token={TOKEN}"
+
+
+def _start_lab(tmp: Path, course_settings: bool):
+    """Start JupyterLab over a copy of notebooks/; return (process, Lab)."""
+    root = tmp / "notebooks"
     shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    settings = tmp_path / "lab-settings"
-    for name, text in LAB_SETTINGS.items():
-        target = settings / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+    user_settings = tmp / "user-settings"
+    for name, text in USER_SETTINGS.items():
+        (user_settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (user_settings / name).write_text(text)
+    app_settings = tmp / "app-settings"  # where JupyterLab reads its overrides.d/
+    app_settings.mkdir()
+    if course_settings:
+        subprocess.run(["sh", str(ROOT / "postBuild"), str(app_settings)], check=True,
+                       capture_output=True)
     env = dict(os.environ,
-               JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-               JUPYTER_DATA_DIR=str(tmp_path / "data"),
+               JUPYTERLAB_SETTINGS_DIR=str(user_settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+               JUPYTER_CONFIG_DIR=str(tmp / "config"),
+               JUPYTER_DATA_DIR=str(tmp / "data"),
                PYTHONHASHSEED="0")
     port = _free_port()
-    log_path = tmp_path / "jupyterlab.log"
+    log = tmp / "jupyterlab.log"
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
            f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           f"--LabApp.app_settings_dir={app_settings}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # CI containers run as root
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"JupyterLab exited with code {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2) as r:
+                if r.status == 200:
+                    return proc, Lab(base, root, log)
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            _stop(proc)
+            pytest.fail(f"JupyterLab did not start within 60 s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, chromium):
+    """The course's JupyterLab: a copy of notebooks/, the course's settings, defaults otherwise."""
+    for lesson in ("00_start_here", "02_heads", "04_cost", "05_variants"):
+        if not (ROOT / "notebooks" / f"{lesson}.ipynb").exists():
+            pytest.fail(f"notebooks/{lesson}.ipynb is missing")
+    proc, server = _start_lab(tmp_path_factory.mktemp("lab"), course_settings=True)
     try:
-        deadline = time.monotonic() + 45
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited with code {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start within 45 s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.3)
-        yield base, log_path
+        yield server
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser, lab, request):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)  # generous: CI runs notebooks on the other worker
+    failed_before = request.session.testsfailed
+    yield page
+    if request.session.testsfailed > failed_before:
+        saved = _save_artifacts(page, lab.log, request.node.name)
+        print("saved on failure:", *saved, sep="\n  ")
+    page.close()
 
 
 def _save_artifacts(page, log_path: Path, name: str) -> list[Path]:
@@ -153,99 +211,249 @@ def _save_artifacts(page, log_path: Path, name: str) -> list[Path]:
     return saved
 
 
-def _set_slider(explorer, description: str, value: int) -> None:
+# ---------------------------------------------------------------------------------------------
+# What a learner does
+# ---------------------------------------------------------------------------------------------
+
+def _dialogs(page) -> list[str]:
+    dialogs = page.locator(".jp-Dialog")
+    return [dialogs.nth(i).inner_text() for i in range(dialogs.count())]
+
+
+def _open(page, lab: Lab, notebook: str, timeout: float = 60.0) -> None:
+    """Open a notebook and wait until its kernel is idle. No dialog may appear on the way."""
+    page.goto(lab.url(notebook))
+    page.locator(".jp-Notebook .jp-Cell >> visible=true").first.wait_for()
+    status = page.locator("#jp-main-statusbar").get_by_text(re.compile(r"\|\s*Idle"))
+    deadline = time.monotonic() + timeout
+    while not status.count():
+        assert not _dialogs(page), f"{notebook}: a dialog a learner must dismiss: {_dialogs(page)}"
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{notebook}: the kernel did not become idle within {timeout:.0f} s")
+        time.sleep(0.25)
+
+
+def _menu(page, top: str, item: str) -> None:
+    page.locator("#jp-MainMenu").get_by_text(top, exact=True).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(item)}$")).click()
+
+
+def _run_all(page, explorer_class: str):
+    _menu(page, "Run", "Run All Cells")
+    explorer = page.locator(explorer_class).first
+    explorer.wait_for(timeout=90_000)
+    return explorer
+
+
+def _save_shut_down_and_reopen(page, lab: Lab, notebook: str) -> None:
+    """Save, shut the kernel down, close the notebook and open it again (a new kernel starts;
+    nothing is re-run)."""
+    from playwright.sync_api import expect
+
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-current.jp-mod-dirty")).to_have_count(0)
+    _menu(page, "Kernel", "Shut Down Kernel")
+    expect(page.locator("#jp-main-statusbar")).to_contain_text("No Kernel", timeout=30_000)
+    _menu(page, "File", "Close Tab")
+    assert not _dialogs(page), f"closing {notebook} asked: {_dialogs(page)}"
+    _open(page, lab, notebook)
+
+
+def _set_slider(explorer, description: str, value) -> None:
     """Type a value into the slider's editable value box, as a learner can."""
-    readout = _slider(explorer, description).locator(".widget-readout")
+    readout = _control(explorer, ".widget-slider", description).locator(".widget-readout")
     readout.click()
     readout.press("Control+A")
     readout.press_sequentially(str(value))
     readout.press("Enter")
 
 
-def _slider(explorer, description: str):
+def _control(explorer, kind: str, description: str):
     label = explorer.page.locator(".widget-label", has_text=re.compile(rf"^{re.escape(description)}$"))
-    return explorer.locator(".widget-slider", has=label)
+    return explorer.locator(kind, has=label)
 
 
-def _wait_for_kernel(page, timeout: float = 60.0) -> None:
-    """Wait until the notebook's kernel is idle, accepting the "Select Kernel" dialog that
-    JupyterLab shows when the kernel list arrives after the notebook opens."""
-    deadline = time.monotonic() + timeout
-    status = page.locator("#jp-main-statusbar").get_by_text(re.compile(r"\|\s*Idle"))
-    while time.monotonic() < deadline:
-        dialog = page.locator(".jp-Dialog")
-        if dialog.count() and dialog.first.is_visible():
-            if "Select Kernel" in dialog.first.inner_text():
-                dialog.first.locator(".jp-mod-accept").click()
-        elif status.count():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"the kernel did not become idle within {timeout:.0f} s")
+def _check_picture_after_reopen(page, lab: Lab, notebook: str, *expected: str) -> None:
+    from playwright.sync_api import expect
+
+    _save_shut_down_and_reopen(page, lab, notebook)
+    picture = page.locator(".mha-static-explorer").first
+    expect(picture).to_be_visible()
+    expect(picture).to_contain_text(LIVE_AGAIN)
+    for text in expected:
+        expect(picture).to_contain_text(text)
+    page.wait_for_timeout(1500)  # the widget manager has restored what it will restore
+    expect(page.get_by_text(MODEL_NOT_FOUND)).to_have_count(0)
+    assert "Loading widget" not in page.locator(".jp-Notebook").inner_text()
 
 
-def test_shape_explorer_in_jupyterlab(lab):
-    from playwright.sync_api import expect, sync_playwright
+# ---------------------------------------------------------------------------------------------
+# The tests
+# ---------------------------------------------------------------------------------------------
 
-    base, log_path = lab
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium_path(), args=CHROMIUM_ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(30_000)  # generous: CI runs notebooks on the other worker
-        try:
-            page.goto(f"{base}/lab/tree/{LESSON}?token={TOKEN}")
-            page.locator(".jp-Notebook .jp-Cell").first.wait_for()
-            _wait_for_kernel(page)
-            # Before anything runs, the stored output shows the static rendering (the lesson
-            # is not trusted yet, so JupyterLab picks the HTML over the widget view): never blank.
-            static = page.locator(".mha-static-explorer").first
-            expect(static).to_contain_text("d_head = 4")
-            expect(static).to_contain_text("(2, 3, 4)")  # defaults n = 3, d_head = 4: distinct sizes
-            expect(page.get_by_text("Error displaying widget")).to_have_count(0)
+def test_a_quiet_first_start_and_the_widget_check(page, lab, tmp_path, browser):
+    from playwright.sync_api import expect
 
-            page.locator("#jp-MainMenu").get_by_text("Run", exact=True).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    _open(page, lab, "00_start_here.ipynb")
+    page.wait_for_timeout(4000)  # JupyterLab asks about the news a moment after it starts
+    expect(page.get_by_text(NEWS_PROMPT)).to_have_count(0)
+    assert not _dialogs(page)
+    _menu(page, "Run", "Run All Cells")
+    expect(page.get_by_text("Widgets work here")).to_be_visible(timeout=60_000)
+    report = page.locator(".jp-OutputArea-output", has_text="Front end:").first
+    expect(report).to_contain_text("a Jupyter server")
+    expect(report).not_to_contain_text("MISSING")
+    _save_shut_down_and_reopen(page, lab, "00_start_here.ipynb")
+    expect(page.get_by_text("Run this cell to check that widgets work here.")).to_be_visible()
+    expect(page.get_by_text(MODEL_NOT_FOUND)).to_have_count(0)
 
-            explorer = page.locator(".mha-shape-explorer").first
-            explorer.wait_for(timeout=60_000)
-            d_head = explorer.locator(".mha-d-head")
-            message = explorer.locator(".mha-message")
-            expect(d_head).to_contain_text("d_head = 4")  # defaults: d_model = 8, h = 2, n = 3
-            expect(explorer).to_contain_text("(2, 3, 3)")  # scores (h, n, n)
-            expect(message).to_have_count(0)
+    # The control: the same JupyterLab without the course's settings asks about the news, so
+    # the check above would have seen the prompt.
+    proc, bare = _start_lab(tmp_path, course_settings=False)
+    try:
+        other = browser.new_page(viewport={"width": 1400, "height": 1000})
+        other.goto(bare.url("00_start_here.ipynb"))
+        expect(other.get_by_text(NEWS_PROMPT)).to_be_visible(timeout=30_000)
+        other.close()
+    finally:
+        _stop(proc)
 
-            # h = 3 does not divide d_model = 8: a plain message, no traceback.
-            _set_slider(explorer, "h", 3)
-            expect(d_head).to_contain_text("d_head = 8 / 3 is not a whole number")
-            expect(message).to_contain_text("not divisible")
-            expect(message).to_contain_text("set h to a divisor of 8")
 
-            # d_model = 12 makes h = 3 valid again: the explorer recovers.
-            _set_slider(explorer, "d_model", 12)
-            expect(d_head).to_contain_text("d_head = 4")
-            expect(message).to_have_count(0)
+def test_shape_explorer_in_jupyterlab(page, lab):
+    from playwright.sync_api import expect
 
-            # The keyboard moves a slider too: h 3 -> 4 gives d_head = 12 / 4 = 3.
-            handle = _slider(explorer, "h").locator(".noUi-handle")
-            handle.focus()
-            handle.press("ArrowRight")
-            expect(d_head).to_contain_text("d_head = 3")
-            expect(_slider(explorer, "h").locator(".widget-readout")).to_have_text("4")
+    _open(page, lab, "02_heads.ipynb")
+    # Before anything runs, the stored output shows the picture (the lesson is not trusted yet,
+    # and no kernel has made the widget): never blank, never an error.
+    static = page.locator(".mha-static-explorer").first
+    expect(static).to_contain_text("d_head = 4")
+    expect(static).to_contain_text("(2, 3, 4)")  # defaults n = 3, d_head = 4: distinct sizes
+    expect(page.get_by_text(MODEL_NOT_FOUND)).to_have_count(0)
 
-            # d_model = 1024 with h = 4, then h = 32: the largest sizes still update.
-            _set_slider(explorer, "d_model", 1024)
-            expect(d_head).to_contain_text("d_head = 256")
-            _set_slider(explorer, "h", 32)
-            expect(d_head).to_contain_text("d_head = 32")
-            expect(explorer).to_contain_text("showing heads 0-7 of 32")
+    explorer = _run_all(page, ".mha-shape-explorer")
+    d_head = explorer.locator(".mha-d-head")
+    message = explorer.locator(".mha-message")
+    expect(d_head).to_contain_text("d_head = 4")  # defaults: d_model = 8, h = 2, n = 3
+    expect(explorer).to_contain_text("(2, 3, 3)")  # scores (h, n, n)
+    expect(message).to_have_count(0)
+    expect(static).to_be_hidden()  # while the live widget shows, its picture is hidden
+    _screenshot(page, explorer)
 
-            expect(page.get_by_text("Error displaying widget")).to_have_count(0)
-            assert "Traceback" not in explorer.inner_text()
-        except BaseException:
-            saved = _save_artifacts(page, log_path, "browser-shape-explorer")
-            print("saved on failure:", *saved, sep="\n  ")
-            raise
-        finally:
-            browser.close()
+    # h = 3 does not divide d_model = 8: a plain message, no traceback.
+    _set_slider(explorer, "h", 3)
+    expect(d_head).to_contain_text("d_head = 8 / 3 is not a whole number")
+    expect(message).to_contain_text("not divisible")
+    expect(message).to_contain_text("set h to a divisor of 8")
+
+    # d_model = 12 makes h = 3 valid again: the explorer recovers.
+    _set_slider(explorer, "d_model", 12)
+    expect(d_head).to_contain_text("d_head = 4")
+    expect(message).to_have_count(0)
+
+    # The keyboard moves a slider too: h 3 -> 4 gives d_head = 12 / 4 = 3.
+    handle = _control(explorer, ".widget-slider", "h").locator(".noUi-handle")
+    handle.focus()
+    handle.press("ArrowRight")
+    expect(d_head).to_contain_text("d_head = 3")
+    expect(_control(explorer, ".widget-slider", "h").locator(".widget-readout")).to_have_text("4")
+
+    # d_model = 1024 with h = 4, then h = 32: the largest sizes still update.
+    _set_slider(explorer, "d_model", 1024)
+    expect(d_head).to_contain_text("d_head = 256")
+    _set_slider(explorer, "h", 32)
+    expect(d_head).to_contain_text("d_head = 32")
+    expect(explorer).to_contain_text("showing heads 0-7 of 32")
+    assert "Traceback" not in explorer.inner_text()
+
+    # Last state d_model = 12, h = 4: after a save and a reopen the picture shows it.
+    _set_slider(explorer, "d_model", 12)
+    _set_slider(explorer, "h", 4)
+    expect(d_head).to_contain_text("d_head = 3")
+    _check_picture_after_reopen(page, lab, "02_heads.ipynb",
+                                "Shape explorer at d_model = 12, h = 4, n = 3", "d_head = 3")
+
+
+def test_cost_explorer_in_jupyterlab(page, lab):
+    from playwright.sync_api import expect
+
+    _open(page, lab, "04_cost.ipynb")
+    explorer = _run_all(page, ".mha-cost-explorer")
+    expect(explorer).to_contain_text("Versus h, at d_model = 768 and n = 1,024")
+    expect(explorer).to_contain_text("they are equal at n = 2·d_model = 1,536")
+
+    _set_slider(explorer, "h", 5)  # 768 / 5 is not whole
+    expect(explorer).to_contain_text("not divisible")
+    expect(explorer).not_to_contain_text("Versus h")
+    _set_slider(explorer, "d_model", 640)  # 640 / 5 = 128: the tables come back
+    expect(explorer).not_to_contain_text("not divisible")
+    expect(explorer).to_contain_text("Versus h, at d_model = 640 and n = 1,024")
+    expect(explorer).to_contain_text("equal at n = 2·d_model = 1,280")
+
+    # The n slider is a choice of lengths: the arrow key moves to the next one.
+    handle = _control(explorer, ".widget-slider", "n").locator(".noUi-handle")
+    handle.focus()
+    handle.press("ArrowRight")
+    expect(explorer).to_contain_text("Versus h, at d_model = 640 and n = 2,048")
+    assert "Traceback" not in explorer.inner_text()
+
+    _check_picture_after_reopen(page, lab, "04_cost.ipynb",
+                                "Cost explorer at d_model = 640, h = 5, n = 2,048")
+
+
+def test_kv_cache_explorer_in_jupyterlab(page, lab):
+    from playwright.sync_api import expect
+
+    _open(page, lab, "05_variants.ipynb")
+    explorer = _run_all(page, ".mha-kv-cache-explorer")
+    total = explorer.locator(".mha-kv-total")
+    expect(total).to_contain_text("320 KiB per token, 1.25 GiB per sequence")  # Llama 2 70B
+
+    _set_slider(explorer, "KV heads", 64)  # one KV head per query head: MHA
+    expect(total).to_contain_text("2.5 MiB per token, 10 GiB per sequence")
+    expect(explorer.locator(".widget-toggle-button.mod-active")).to_have_text("MHA")
+
+    explorer.get_by_role("button", name="MQA", exact=True).click()  # one shared KV head
+    expect(_control(explorer, ".widget-slider", "KV heads").locator(".widget-readout")).to_have_text("1")
+    expect(total).to_contain_text("40 KiB per token")
+
+    _set_slider(explorer, "KV heads", 6)  # 64 / 6 is not whole: a plain message
+    expect(explorer).to_contain_text("not divisible")
+    expect(total).to_have_count(0)
+
+    _control(explorer, ".widget-dropdown", "load model").locator("select").select_option(
+        label="Falcon-7B (MQA)")
+    expect(total).to_contain_text("8 KiB per token, 32 MiB per sequence")
+    expect(_control(explorer, ".widget-slider", "query heads").locator(".widget-readout")).to_have_text("71")
+    assert "Traceback" not in explorer.inner_text()
+
+    _check_picture_after_reopen(page, lab, "05_variants.ipynb",
+                                "8 KiB per token, 32 MiB per sequence", "71 query heads")
+
+
+def _screenshot(page, explorer) -> None:
+    """The README's picture: JupyterLab with the shape explorer at its defaults, live."""
+    folder = Path(os.environ.get("MHA_SCREENSHOTS_DIR") or ARTIFACTS)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = page.viewport_size
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+b")  # hide the file browser: the notebook gets the width
+    page.set_viewport_size({"width": 1200, "height": 1700})
+    page.mouse.move(0, 0)  # no hover highlight in the picture
+    explorer.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)
+    box = explorer.bounding_box()
+    bottom = min(1700, box["y"] + box["height"] + 12)
+    page.screenshot(path=str(folder / SCREENSHOT), clip={"x": 0, "y": 0, "width": 1200,
+                                                        "height": bottom}, animations="disabled")
+    page.set_viewport_size(size)
+    page.keyboard.press("Control+b")
+
+
+def test_the_readme_shows_the_screenshot_that_make_screenshots_takes():
+    picture = ROOT / "docs" / "images" / SCREENSHOT
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "run `make screenshots`"
+    assert f"docs/images/{SCREENSHOT}" in (ROOT / "README.md").read_text()
+    assert "MHA_SCREENSHOTS_DIR" in (ROOT / "Makefile").read_text().split("\nscreenshots:", 1)[1]
 
 
 def test_a_missing_browser_skips_locally_but_fails_in_ci(monkeypatch):

@@ -9,10 +9,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import wheel_helpers as wheelhouse
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-
-import wheel_helpers as wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent
 

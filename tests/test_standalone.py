@@ -21,10 +21,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 import wheel_helpers
-from mha_helpers.notebooks import (INSTALL_CHECK_GRADE_ID, INSTALL_CHECK_TAG, install_check_source,
-                                   repository_url, set_install_check)
+
+from mha_helpers.notebooks import (
+    INSTALL_CHECK_GRADE_ID,
+    INSTALL_CHECK_TAG,
+    install_check_source,
+    repository_url,
+    set_install_check,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions", "exercises")
@@ -255,3 +260,27 @@ def test_a_lesson_and_an_exercise_run_alone_with_the_wheel_and_a_kernel(kernel_e
     assert "mha-static-explorer" in _text(lesson)  # the explorer drew its picture
     exercise = _run_installed(kernel_env, ROOT / "exercises" / "02_heads.ipynb", "exercise")
     assert "not attempted yet" in _text(exercise)  # the self-checks ran from the installed data
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 00's set-up check reports what the course needs, in the front end it runs in
+# ---------------------------------------------------------------------------------------------
+
+def test_the_setup_report_asks_for_what_the_course_needs_not_for_jupyterlab(monkeypatch):
+    from mha_helpers import environment
+
+    installed = environment._version
+    monkeypatch.setattr(environment, "front_end", lambda: "Google Colab")
+    monkeypatch.setattr(environment, "_version",
+                        lambda name: None if name == "jupyterlab" else installed(name))
+    report = environment.environment_report()
+    assert "jupyterlab" not in report.lower() and "MISSING" not in report
+    assert "Front end: Google Colab" in report and "Jupyter widgets" in report
+    for name in ("numpy", "matplotlib", "ipywidgets"):
+        assert re.search(rf"^{name} [\d.]+\S*: ok", report, re.M), report
+    monkeypatch.setattr(environment, "_version",
+                        lambda name: None if name == "ipywidgets" else installed(name))
+    report = environment.environment_report()
+    assert "ipywidgets: MISSING (the sliders)" in report
+    assert environment.install_command() in report
+    assert environment.install_command() == f'pip install "mha-course @ git+{REPOSITORY}"'

@@ -8,16 +8,21 @@ The browser test (tests/test_browser.py) checks the same behaviour in JupyterLab
 from __future__ import annotations
 
 import re
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
-import nbformat
-
-from mha_helpers import MODEL_CONFIGS, attention_flops, attention_params, format_bytes, kv_cache_bytes
+from mha_helpers import (
+    MODEL_CONFIGS,
+    attention_flops,
+    attention_params,
+    format_bytes,
+    kv_cache_bytes,
+)
 from mha_helpers import widgets as W
 from mha_helpers.widgets import (
     compared_text,
