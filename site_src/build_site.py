@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import os
 import posixpath
 import re
@@ -301,6 +302,14 @@ def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK, quiet: bool = Fals
     from sphinx.cmd.build import build_main
 
     contents = stage(work / "src")
+    # Sphinx rewrites only the pages whose source changed, so every other page would keep the
+    # old sidebar after a lesson or guide is added, renamed or removed: rebuild all of them then.
+    pages = json.dumps(sorted(p.relative_to(work / "src").as_posix() for p in (work / "src").rglob("*")
+                              if p.suffix in (".md", ".ipynb")))
+    manifest = work / "pages.json"
+    if not manifest.is_file() or manifest.read_text() != pages:
+        shutil.rmtree(work / "doctrees", ignore_errors=True)
+        shutil.rmtree(work / "html", ignore_errors=True)
     url, placeholder = repository_url()
     if placeholder:
         print(f"note: the Binder links use the placeholder repository {url}: set [project.urls] "
@@ -317,6 +326,7 @@ def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK, quiet: bool = Fals
     code = build_main(args)
     if code:
         raise SystemExit(f"the site did not build (sphinx-build exited {code}; see the messages above)")
+    manifest.write_text(pages)
     if out.resolve() != html.resolve():
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(html, out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees"))

@@ -14,6 +14,7 @@ content, and are changed here (each is checked in a real browser by tests/test_s
 
 from __future__ import annotations
 
+import hashlib
 import html
 import importlib.util
 import shutil
@@ -60,7 +61,15 @@ html_css_files = ["course.css"]
 
 # --- theme -----------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
-html_context = {"default_mode": "light"}
+REPOSITORY_URL, REPOSITORY_PLACEHOLDER = site_build.repository_url()
+LEARNER_GUIDE = (site_build.ROOT / "docs" / "learner_guide.md").is_file()
+html_context = {
+    "default_mode": "light",
+    # Not used by the templates: Sphinx rewrites every page when html_context changes, so the
+    # run boxes follow a new repository URL, a new learner guide or an edit of this file.
+    "mha_run_box": [REPOSITORY_URL, LEARNER_GUIDE,
+                    hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]],
+}
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
@@ -74,10 +83,9 @@ html_theme_options = {
     "search_bar_text": "Search the course...",
 }
 
-REPOSITORY_URL, REPOSITORY_PLACEHOLDER = site_build.repository_url()
 
 
-def _launch_box(pagename: str) -> str | None:
+def _launch_box(pagename: str, learner_guide: bool = False) -> str | None:
     """The links at the top of a lesson or exercise page: download, JupyterLab, Binder."""
     folder, _, name = pagename.partition("/")
     if folder not in ("notebooks", "exercises") or name == "index":
@@ -104,7 +112,9 @@ def _launch_box(pagename: str) -> str | None:
             "<code>check(...)</code> cell below it: it says <em>passed</em>, <em>not attempted "
             "yet</em>, or what went wrong, with a hint aimed at the usual mistake. The last cell, "
             "<code>score_summary(...)</code>, adds up your points. The checks run in your own "
-            "kernel with the course installed (<code>make lab</code>); nothing is sent anywhere.</p>"
+            "kernel with the course installed (<code>make lab</code>); nothing is sent anywhere."
+            + (' More in the <a href="../docs/learner_guide.html">learner guide</a>.' if learner_guide else "")
+            + "</p>"
         )
     items = "".join(f"<li>{link}</li>" for link in links)
     return (f'<div class="admonition note mha-launch"><p class="admonition-title">{title}</p>'
@@ -112,7 +122,7 @@ def _launch_box(pagename: str) -> str | None:
 
 
 def add_launch_box(app, pagename, templatename, context, doctree) -> None:
-    box = _launch_box(pagename)
+    box = _launch_box(pagename, LEARNER_GUIDE)
     body = context.get("body")
     if box is None or not body:
         return

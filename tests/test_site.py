@@ -312,6 +312,8 @@ def test_an_exercise_page_has_its_download_and_the_self_check_instructions(reade
     for words in ("check(", "passed", "not attempted yet", "score_summary"):
         assert words in instructions, f"{words!r} missing from the self-check instructions"
     assert "YOUR CODE HERE" in page.inner_text("article") or "YOUR ANSWER HERE" in page.inner_text("article")
+    if (ROOT / "docs" / "learner_guide.md").is_file():
+        assert page.locator(".mha-self-check a").get_attribute("href") == "../docs/learner_guide.html"
     assert not reader.outside and not reader.problems, reader.outside + reader.problems
 
 
