@@ -250,3 +250,50 @@ def test_the_wheel_installs_alone_and_runs_what_a_learner_runs(wheel, tmp_path):
     execute = subprocess.run([str(cli), "execute", "x.ipynb"], cwd=tmp_path, env=env,
                              capture_output=True, text=True)
     assert execute.returncode != 0 and "mha-course[instructor]" in execute.stdout + execute.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The README, the citation and the licences agree with pyproject.toml
+# ---------------------------------------------------------------------------------------------
+
+def _repository() -> str:
+    return _project()["urls"]["Repository"].rstrip("/").removesuffix(".git")
+
+
+def test_the_readme_links_are_built_from_the_repository_in_pyproject():
+    readme = (ROOT / "README.md").read_text()
+    slug = re.fullmatch(r"https://github\.com/([^/]+/[^/]+)", _repository()).group(1)
+    binder = f"https://mybinder.org/v2/gh/{slug}/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb"
+    colab = f"https://colab.research.google.com/github/{slug}/blob/main/notebooks/00_start_here.ipynb"
+    assert binder in readme and colab in readme, (
+        "the README's Binder and Colab links must name the repository of pyproject.toml")
+    assert f'pip install "mha-course @ git+{_repository()}"' in readme
+    links = re.findall(r"https://(?:mybinder\.org|colab\.research\.google\.com)/\S+?(?=\))", readme)
+    assert links and all(slug in link for link in links)
+    # Badges are local pictures: the README (and the website made from it) fetch nothing.
+    badges = re.findall(r"\[!\[[^\]]*\]\(([^)]+)\)\]", readme)
+    assert badges and all((ROOT / b).is_file() for b in badges), badges
+
+
+def test_the_readme_keeps_the_speed_table_below_the_fold():
+    readme = (ROOT / "README.md").read_text()
+    sections = re.findall(r"^## (.+)$", readme, re.M)
+    assert sections[:2] == ["Quick start", "Where to run it"]
+    assert sections.index("Speed") > sections.index("Lesson map") + 2
+    assert "07_attention_at_work.ipynb" in readme.split("## Lesson map", 1)[1].split("\n## ", 1)[0]
+
+
+def test_citation_and_licences():
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["title"] and cff["authors"]
+    assert str(cff["version"]) == _project()["version"]
+    assert cff["repository-code"] == _repository()
+    assert set(cff["license"]) == {"MIT", "CC-BY-4.0"}
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    content = (ROOT / "LICENSE-content.md").read_text()
+    assert "CC BY 4.0" in content and "creativecommons.org/licenses/by/4.0/legalcode" in content
+    readme = (ROOT / "README.md").read_text()
+    assert "LICENSE-content.md" in readme and "(LICENSE)" in readme and "CITATION.cff" in readme
+    assert re.search(r"^## \[Unreleased\]", (ROOT / "CHANGELOG.md").read_text(), re.M)

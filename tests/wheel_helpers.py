@@ -82,7 +82,8 @@ def closure(requirements) -> dict:
         found[key] = (dist, extras)
         for line in dist.requires or []:
             sub = Requirement(line)
-            if canonicalize_name(sub.name) != key and _applies(sub, extras):
+            if _applies(sub, extras):  # a self-reference (pkg[a] needs pkg[b]) adds extras
+                sub.marker = None  # it applies: evaluated here, with this package's extras
                 todo.append(sub)
     return {k: d for k, (d, _) in found.items()}
 
