@@ -1,11 +1,15 @@
 """The graded questions of exercises 04 (cost) and 05 (variants).
 
-For every question: the reference answer passes on the public cases and on fresh cases (the
-instructor's grader draws new ones), each classic mistake fails *and* gets its own targeted hint,
-and the reference agrees with the course's implementation it replaces.
+For every question: the reference passes on the public cases and on fresh ones (the
+instructor's grader draws new cases); every classic mistake fails on the public cases and gets
+its OWN hint back, which needs the public cases to tell each mistake apart from the right
+answer and from every other mistake; each question forbids the course helper that does its
+job; and the references agree with the course's implementations they stand in for.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -13,35 +17,76 @@ import pytest
 from mha_helpers import (attention_flops, attention_params, grouped_query_attention,
                          kv_cache_bytes)
 from mha_helpers.grading.check import evaluate
+from mha_helpers.grading.compare import difference
 from mha_helpers.grading.questions import get_question, questions_for
 
-QUESTIONS = [q for a in ("04_cost", "05_variants") for q in questions_for(a) if q.kind != "manual"]
-SEEDS = [None, 1, 2, 3, 17, 123]
+ASSIGNMENTS = ("04_cost", "05_variants")
+QUESTIONS = [q for a in ASSIGNMENTS for q in questions_for(a) if q.kind != "manual"]
+FUNCTIONS = [q for q in QUESTIONS if q.kind == "function"]
+SEEDS = [1, 2, 3, 17, 123]
 
 
-def _cases(q, seed):
-    return None if seed is None else q.cases(np.random.default_rng(seed))
+def _right(q):
+    return q.reference if q.kind == "function" else q.expected
+
+
+def _public(q):
+    return q.cases(np.random.default_rng(q.public_seed))
+
+
+def _out(fn, args):
+    try:
+        return fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception as exc:  # a mistake that cannot run on this case
+        return f"raised {type(exc).__name__}"
 
 
 def test_each_exercise_has_at_least_three_graded_questions():
-    for assignment in ("04_cost", "05_variants"):
-        graded = [q for q in questions_for(assignment) if q.kind != "manual"]
-        assert len(graded) >= 3, assignment
+    for assignment in ASSIGNMENTS:
+        assert len([q for q in questions_for(assignment) if q.kind != "manual"]) >= 3, assignment
 
 
-# Function questions on the public cases and on fresh ones; value questions once.
-PAIRS = [(q, seed) for q in QUESTIONS for seed in (SEEDS if q.kind == "function" else [None])]
+@pytest.mark.parametrize("q", QUESTIONS, ids=lambda q: q.grade_id)
+def test_reference_passes_on_the_public_cases(q):
+    assert evaluate(q, _right(q))["status"] == "passed"
 
 
-@pytest.mark.parametrize("q, seed", PAIRS, ids=[f"{q.grade_id}-{s}" for q, s in PAIRS])
-def test_reference_passes_and_every_mistake_gets_its_hint(q, seed):
-    cases = _cases(q, seed) if q.kind == "function" else None
-    right = q.reference if q.kind == "function" else q.expected
-    assert evaluate(q, right, cases)["status"] == "passed"
+@pytest.mark.parametrize("q", FUNCTIONS, ids=lambda q: q.grade_id)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reference_passes_on_fresh_cases_and_every_mistake_fails(q, seed):
+    cases = q.cases(np.random.default_rng(seed))
+    assert evaluate(q, _right(q), cases)["status"] == "passed"
     for m in q.mistakes:
-        r = evaluate(q, m.answer, cases)
-        assert r["status"] == "failed", m.name
-        assert r["hint"] == m.hint, m.name
+        assert evaluate(q, m.answer, cases)["status"] in ("failed", "error"), m.name
+
+
+MISTAKES = [(q, m) for q in QUESTIONS for m in q.mistakes]
+
+
+@pytest.mark.parametrize("q, m", MISTAKES, ids=[f"{q.grade_id}-{m.name}" for q, m in MISTAKES])
+def test_each_mistake_gets_its_own_hint_on_the_public_cases(q, m):
+    r = evaluate(q, m.answer)
+    assert r["status"] == "failed", (m.name, r["message"])
+    assert r["hint"] == m.hint, (m.name, r["message"], r["hint"])
+
+
+@pytest.mark.parametrize("q", FUNCTIONS, ids=lambda q: q.grade_id)
+def test_different_mistakes_give_different_numbers_on_some_public_case(q):
+    cases = _public(q)
+    outputs = {m.name: [_out(m.answer, c) for c in cases] for m in q.mistakes}
+    for a, b in itertools.combinations(q.mistakes, 2):
+        assert any(
+            (isinstance(x, str) or isinstance(y, str)) and x != y
+            or not isinstance(x, str) and not isinstance(y, str) and difference(x, y) is not None
+            for x, y in zip(outputs[a.name], outputs[b.name])
+        ), f"{q.grade_id}: {a.name!r} and {b.name!r} give the same numbers on every public case"
+
+
+@pytest.mark.parametrize("q", [q for q in QUESTIONS if q.kind == "value"], ids=lambda q: q.grade_id)
+def test_value_mistakes_are_all_different_and_none_is_the_answer(q):
+    values = [repr(np.asarray(m.answer, dtype=object).tolist()) for m in q.mistakes]
+    assert len(set(values)) == len(values)
+    assert repr(np.asarray(q.expected, dtype=object).tolist()) not in values
 
 
 def test_stubs_are_not_attempted():
@@ -49,11 +94,64 @@ def test_stubs_are_not_attempted():
         raise NotImplementedError("write me")
 
     for q in QUESTIONS:
-        answer = stub if q.kind == "function" else None
-        assert evaluate(q, answer)["status"] == "not-attempted"
+        assert evaluate(q, stub if q.kind == "function" else None)["status"] == "not-attempted"
 
 
-@pytest.mark.parametrize("seed", SEEDS[1:])
+# --- the hints the second edition asked for, each on its own slip ---------------------------
+
+
+def _hint_for(gid, answer):
+    return evaluate(get_question(gid), answer)["hint"]
+
+
+def test_a_cache_answer_that_hard_codes_2_bytes_is_told_about_bytes_per_element():
+    def two_bytes(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+        return 2 * num_layers * num_kv_heads * d_head * seq_len * batch * 2
+
+    hint = _hint_for("q05_cache_bytes", two_bytes)
+    assert "bytes_per_element" in hint and "keys and values" not in hint
+
+
+def test_a_cache_answer_with_the_group_size_is_told_so():
+    def group(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+        return 2 * num_layers * (num_heads // num_kv_heads) * d_head * bytes_per_element * seq_len * batch
+
+    assert "group size" in _hint_for("q05_cache_bytes", group)
+
+
+def test_a_cache_answer_that_forgets_v_is_told_about_keys_and_values():
+    def k_only(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+        return num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
+
+    assert "keys and values" in _hint_for("q05_cache_bytes", k_only)
+
+
+def test_the_cache_answer_must_not_use_the_query_heads():
+    """The public cases have num_heads != num_kv_heads everywhere but in no case where the
+    mistake could pass: an answer using the query heads fails."""
+    q = get_question("q05_cache_bytes")
+    assert all(c[1] != c[2] for c in _public(q))
+
+
+@pytest.mark.parametrize("gid, helper", [
+    ("q04_params", "mha_helpers.cost.attention_params"),
+    ("q04_flops", "mha_helpers.cost.attention_flops"),
+    ("q05_gqa", "mha_helpers.heads.grouped_query_attention"),
+    ("q05_cache_bytes", "mha_helpers.cost.kv_cache_bytes"),
+])
+def test_each_question_forbids_the_helper_that_does_its_job(gid, helper):
+    assert helper in get_question(gid).forbidden
+
+
+def test_an_answer_that_calls_the_helper_scores_nothing_and_is_told_why():
+    def via_helper(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+        return kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, batch)
+
+    r = evaluate(get_question("q05_cache_bytes"), via_helper)
+    assert r["points"] == 0 and "course's own" in r["message"]
+
+
+@pytest.mark.parametrize("seed", [0, *SEEDS])
 def test_references_agree_with_the_course_functions(seed):
     rng = np.random.default_rng
     for d_model, h, g, bias in get_question("q04_params").cases(rng(seed)):
@@ -62,8 +160,9 @@ def test_references_agree_with_the_course_functions(seed):
     for n, d_model, h in get_question("q04_flops").cases(rng(seed)):
         assert get_question("q04_flops").reference(n, d_model, h) == \
             attention_flops(n, d_model, h)["total"]
-    for args in get_question("q05_cache_bytes").cases(rng(seed)):
-        assert get_question("q05_cache_bytes").reference(*args) == kv_cache_bytes(*args)
+    for layers, h, g, d_head, seq_len, b, batch in get_question("q05_cache_bytes").cases(rng(seed)):
+        assert get_question("q05_cache_bytes").reference(layers, h, g, d_head, seq_len, b, batch) \
+            == kv_cache_bytes(layers, g, d_head, seq_len, b, batch)
     for x, w_q, w_k, w_v, w_o, h, g in get_question("q05_gqa").cases(rng(seed)):
         np.testing.assert_allclose(
             get_question("q05_gqa").reference(x, w_q, w_k, w_v, w_o, h, g),

@@ -4,7 +4,8 @@ Lesson: ``notebooks/05_variants.ipynb``. Four questions, 11 points, all graded a
 
 * ``q05_gqa`` (4): grouped-query attention from the multi-head pieces (repeat, not tile);
 * ``q05_mean_pool`` (3): convert MHA K/V weights to GQA by mean-pooling each group's heads;
-* ``q05_cache_bytes`` (2): the KV-cache size formula;
+* ``q05_cache_bytes`` (2): the KV-cache size formula (the number of query heads is given and
+  must not be used);
 * ``q05_max_batch`` (2): how many Llama 2 70B sequences fit in a 40 GiB cache budget.
 
 Every GQA and pooling case set includes 1 < g < h, where repeat and tile differ.
@@ -196,36 +197,57 @@ register(Question(
 # --- q05_cache_bytes --------------------------------------------------------------------------
 
 
-def _cache_reference(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+def _cache_reference(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    # num_heads (query heads) is given on purpose: the cache does not depend on it.
     return 2 * num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
 
 
 def _cache_cases(rng):
-    # The first case is in fp32 (4 bytes), so "K only" (half) and "numbers, not bytes" (a
-    # quarter) cannot be confused with each other, nor with "one sequence" (a third).
+    """(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch).
+
+    Chosen so that every mistake below gives its own number on the first case where it is
+    wrong: the first case stores 1 byte per number (an 8-bit cache) in 3 sequences, with 12
+    query heads in groups of 3, so "K only" (x 1/2), "one layer" (x 1/18), "one sequence"
+    (x 1/3), "hard-coded 2 bytes" (x 2), "query heads" (x 3) and "group size" (x 3/4) all
+    differ; "numbers, not bytes" is right there (1 byte per number) and shows first on the
+    second case, in fp32 (x 1/4), where no other mistake gives a quarter."""
     return [
-        (18, 1, 256, 100, 4, 3),  # Gemma 2B in fp32, three sequences
-        (80, 8, 128, 4096, 2, 1),  # Llama 2 70B, fp16: 1.25 GiB
-        (32, 1, 64, 2048, 2, 3),  # Falcon-7B, three sequences
-        (int(rng.integers(2, 40)), int(rng.choice([1, 2, 8])), 64, int(rng.integers(10, 5000)),
+        (18, 12, 4, 64, 100, 1, 3),  # an 8-bit cache, three sequences
+        (32, 32, 8, 128, 2048, 4, 2),  # Llama 3 8B's shape in fp32, two sequences
+        (80, 64, 8, 128, 4096, 2, 1),  # Llama 2 70B, fp16: 1.25 GiB
+        (32, 71, 1, 64, 2048, 2, 3),  # Falcon-7B (MQA), three sequences
+        (int(rng.integers(2, 40)), 16, int(rng.choice([1, 2, 8])), 64, int(rng.integers(10, 5000)),
          2, int(rng.integers(2, 9))),
     ]
 
 
-def _cache_no_two(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
-    return _cache_reference(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, batch) // 2
+def _cache_no_two(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
 
 
-def _cache_no_layers(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+def _cache_no_layers(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
     return 2 * num_kv_heads * d_head * bytes_per_element * seq_len * batch
 
 
-def _cache_no_batch(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
-    return _cache_reference(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, 1)
+def _cache_no_batch(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return 2 * num_layers * num_kv_heads * d_head * bytes_per_element * seq_len
 
 
-def _cache_elements(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
-    return _cache_reference(num_layers, num_kv_heads, d_head, seq_len, 1, batch)
+def _cache_elements(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return 2 * num_layers * num_kv_heads * d_head * seq_len * batch
+
+
+def _cache_two_bytes(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return 2 * num_layers * num_kv_heads * d_head * 2 * seq_len * batch
+
+
+def _cache_query_heads(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return 2 * num_layers * num_heads * d_head * bytes_per_element * seq_len * batch
+
+
+def _cache_group_size(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    group = num_heads // num_kv_heads
+    return 2 * num_layers * group * d_head * bytes_per_element * seq_len * batch
 
 
 register(Question(
@@ -233,8 +255,9 @@ register(Question(
     assignment=ASSIGNMENT,
     points=2,
     kind="function",
-    prompt="Implement cache_bytes(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element, "
-           "batch): the bytes of the KV cache for batch sequences of seq_len tokens.",
+    prompt="Implement cache_bytes(num_layers, num_heads, num_kv_heads, d_head, seq_len, "
+           "bytes_per_element, batch): the bytes of the KV cache for batch sequences of seq_len "
+           "tokens, in a decoder whose num_heads query heads share num_kv_heads key/value heads.",
     reference=_cache_reference,
     cases=_cache_cases,
     mistakes=(
@@ -245,10 +268,19 @@ register(Question(
         Mistake("one sequence", _cache_no_batch,
                 "You counted one sequence. Every sequence in the batch has its own cache."),
         Mistake("numbers, not bytes", _cache_elements,
-                "You counted numbers, not bytes: multiply by bytes_per_element (2 for fp16)."),
+                "You counted numbers, not bytes: multiply by bytes_per_element."),
+        Mistake("hard-coded 2 bytes", _cache_two_bytes,
+                "You used 2 bytes per number whatever bytes_per_element says. fp16 has 2, but "
+                "fp32 has 4 and an 8-bit cache 1: multiply by the bytes_per_element argument."),
+        Mistake("query heads", _cache_query_heads,
+                "You counted one K and one V head per query head. The cache holds the "
+                "num_kv_heads shared heads only; the number of query heads does not appear."),
+        Mistake("group size", _cache_group_size,
+                "You used the group size, num_heads // num_kv_heads (query heads per KV head), "
+                "where the number of KV heads belongs. The cache holds num_kv_heads heads."),
     ),
     hint="Per token and layer the cache holds num_kv_heads * d_head numbers for K and as many for "
-         "V; multiply by layers, tokens, sequences and bytes per number.",
+         "V; multiply by layers, tokens, sequences and bytes_per_element.",
     forbidden=("mha_helpers.cost.kv_cache_bytes",),
 ))
 

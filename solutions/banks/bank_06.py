@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mha_helpers.attention import causal_mask, scaled_dot_product_attention
-from mha_helpers.backward import attention_backward
-from mha_helpers.tasks import role_scores
+from mha_helpers.attention import causal_mask
 from mha_helpers.grading.questions import Mistake, Question, register
 
 ASSIGNMENT = "06_what_heads_learn"
@@ -30,9 +28,11 @@ __all__ = ["ASSIGNMENT"]
 
 
 def _head_backward_reference(q, k, v, d_out):
-    """Causal head: (n, d_k), (n, d_k), (n, d_v), (n, d_v) -> (d_q, d_k, d_v)."""
-    _, weights = scaled_dot_product_attention(q, k, v, causal_mask(q.shape[0]))  # (n, n)
-    return attention_backward(q, k, v, weights, d_out)
+    """Causal head: (n, d_k), (n, d_k), (n, d_v), (n, d_v) -> (d_q, d_k, d_v), in plain NumPy.
+
+    tests/test_bank_06.py checks it against the course's ``attention_backward``, which an
+    answer may not call."""
+    return _backward_variant(q, k, v, d_out)
 
 
 def _head_backward_cases(rng):
@@ -44,16 +44,21 @@ def _head_backward_cases(rng):
     return cases
 
 
-def _weights(q, k, mask=True):
+def _weights(q, k, mask="before"):
+    """Causal attention weights; ``mask`` is "before" the softmax (right), "after" it (the
+    classic slip: rows no longer sum to 1) or "none"."""
     scores = q @ k.T / np.sqrt(q.shape[1])  # (n, n)
-    if mask:
-        scores = np.where(causal_mask(q.shape[0]), scores, -np.inf)
+    allowed = causal_mask(q.shape[0])  # (n, n)
+    if mask == "before":
+        scores = np.where(allowed, scores, -np.inf)
     scores = scores - scores.max(axis=1, keepdims=True)
     e = np.exp(scores)
-    return e / e.sum(axis=1, keepdims=True)  # (n, n)
+    w = e / e.sum(axis=1, keepdims=True)  # (n, n)
+    return np.where(allowed, w, 0.0) if mask == "after" else w
 
 
-def _backward_variant(q, k, v, d_out, *, row_sum=True, scale=True, mask=True, dv_t=True, dk_t=True):
+def _backward_variant(q, k, v, d_out, *, row_sum=True, scale=True, mask="before", dv_t=True,
+                      dk_t=True):
     w = _weights(q, k, mask)  # (n, n)
     d_w = d_out @ v.T  # (n, n)
     d_v = w.T @ d_out if dv_t else w @ d_out  # (n, d_v)
@@ -83,9 +88,14 @@ register(Question(
         Mistake("not scaled", lambda q, k, v, d: _backward_variant(q, k, v, d, scale=False),
                 "The scores were divided by sqrt(d_k) in the forward pass, so d_scores must be "
                 "divided by sqrt(d_k) too before computing d_q and d_k."),
-        Mistake("no causal mask", lambda q, k, v, d: _backward_variant(q, k, v, d, mask=False),
+        Mistake("no causal mask", lambda q, k, v, d: _backward_variant(q, k, v, d, mask="none"),
                 "Recompute the weights exactly as the forward pass did: with the causal mask "
                 "(-inf above the diagonal before the softmax)."),
+        Mistake("mask after the softmax", lambda q, k, v, d: _backward_variant(q, k, v, d, mask="after"),
+                "You masked after the softmax: zeroing the future weights of a row that was "
+                "normalised over all keys leaves rows that no longer sum to 1. Put -inf in the "
+                "blocked scores before the softmax, then each row's weights over the allowed keys "
+                "sum to 1."),
         Mistake("d_v not transposed", lambda q, k, v, d: _backward_variant(q, k, v, d, dv_t=False),
                 "out = weights @ v, so d_v = weights.T @ d_out (key j collects from every query "
                 "that attended to it), not weights @ d_out."),
@@ -105,8 +115,10 @@ register(Question(
 
 
 def _measure_roles_reference(weights):
-    """(batch, h, n, n) -> (h, 2): mean A[t, t-1] and mean A[t, 0] over t >= 2 and the batch."""
-    return role_scores(weights, start=2)
+    """(batch, h, n, n) -> (h, 2): mean A[t, t-1] and mean A[t, 0] over t >= 2 and the batch.
+
+    tests/test_bank_06.py checks it against the course's ``role_scores``."""
+    return _roles_variant(weights)
 
 
 def _random_attention(rng, batch, h, n):
@@ -120,13 +132,13 @@ def _measure_roles_cases(rng):
     return [(_random_attention(rng, b, h, n),) for b, h, n in [(3, 2, 6), (2, 3, 5), (4, 1, 7)]]
 
 
-def _roles_variant(weights, start=2, offset=1, transpose=False, total=False):
+def _roles_variant(weights, start=2, offset=1, transpose=False, total=False, swapped=False):
     w = weights.swapaxes(-1, -2) if transpose else weights
     t = np.arange(start, w.shape[-1])
     prev, first = w[:, :, t, t - offset], w[:, :, t, 0]  # (batch, h, len(t)) each
-    if total:
-        return np.stack([prev.sum(axis=(0, 2)), first.sum(axis=(0, 2))], axis=1)
-    return np.stack([prev.mean(axis=(0, 2)), first.mean(axis=(0, 2))], axis=1)
+    reduce = np.sum if total else np.mean
+    columns = [reduce(prev, axis=(0, 2)), reduce(first, axis=(0, 2))]  # (h,) each
+    return np.stack(columns[::-1] if swapped else columns, axis=1)  # (h, 2)
 
 
 register(Question(
@@ -154,6 +166,9 @@ register(Question(
         Mistake("summed", lambda w: _roles_variant(w, total=True),
                 "Report the mean over the batch and the positions, not the sum: a score of 1 "
                 "should mean 'all of its attention, every time'."),
+        Mistake("columns swapped", lambda w: _roles_variant(w, swapped=True),
+                "Right numbers, swapped columns: column 0 is the previous-token score "
+                "(weights[..., t, t - 1]) and column 1 the first-token score (weights[..., t, 0])."),
     ),
     hint="With t = np.arange(2, n): weights[:, :, t, t - 1] and weights[:, :, t, 0] are "
          "(batch, h, n - 2); average each over axes 0 and 2 and stack them as columns.",
@@ -164,7 +179,7 @@ register(Question(
 # --- q06_roles_seed7 -----------------------------------------------------------------------
 
 # Measured in solutions/06_what_heads_learn.ipynb (vote-table task, h = 2, 300 steps, seed 7) and
-# pinned by tests/test_training.py::test_seed_7_roles_match_the_exercise_bank.
+# pinned by tests/test_bank_06.py::test_seed_7_roles_match_the_exercise_bank.
 ROLES_SEED_7 = ("first", "previous")
 
 register(Question(
@@ -196,8 +211,12 @@ def _remove_head_reference(w_o, head, num_heads):
 
 
 def _remove_head_cases(rng):
-    cases = []
-    for d_model, h in [(8, 2), (12, 3), (12, 4)]:
+    """Random w_o (no zero rows, so clearing any row changes it). The first two cases share
+    one w_o, as a notebook removing two heads in a row does: an answer that clears rows of its
+    input in place changes the second case's input (the grader reports it)."""
+    shared = rng.normal(size=(8, 8))
+    cases = [(shared, 0, 2), (shared, 1, 2)]
+    for d_model, h in [(12, 3), (12, 4)]:
         cases.append((rng.normal(size=(d_model, d_model)), int(rng.integers(0, h)), h))
     cases.append((rng.normal(size=(6, 6)), 2, 3))  # the last head
     return cases
