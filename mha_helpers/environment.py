@@ -61,8 +61,10 @@ def front_end(environ=None, modules=None) -> str:
     'Google Colab'
     >>> front_end({"VSCODE_PID": "1"}, {})
     'VS Code'
-    >>> front_end({"JPY_SESSION_NAME": "/x.ipynb"}, {})
+    >>> front_end({"JPY_SESSION_NAME": "/x.ipynb", "JPY_PARENT_PID": "1"}, {})
     'a Jupyter server (JupyterLab, Jupyter Notebook or a hub)'
+    >>> front_end({}, {})
+    'not recognised'
     """
     environ = os.environ if environ is None else environ
     modules = sys.modules if modules is None else modules
@@ -72,6 +74,8 @@ def front_end(environ=None, modules=None) -> str:
         return "VS Code"
     if "JPY_SESSION_NAME" in environ:  # set by jupyter_server for the kernels it starts
         return "a Jupyter server (JupyterLab, Jupyter Notebook or a hub)"
+    if "JPY_PARENT_PID" in environ:  # a kernel started by a script (nbclient) or a console
+        return "none: a script or a console runs this notebook (mha-course execute does)"
     return "not recognised"
 
 
