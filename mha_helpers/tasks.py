@@ -194,17 +194,22 @@ def induction_scores(weights, tokens, targets) -> np.ndarray:
     """Per head, mean attention from scored positions to "the token after an earlier copy of me".
 
     For a query at position ``t`` with a target, the induction positions are the keys
-    ``s <= t`` with ``tokens[s - 1] == tokens[t]`` and ``s - 1 < t``. Returns ``(h,)``: the
-    attention on those keys, summed per query, averaged over queries.
+    ``1 <= s <= t`` with ``tokens[s - 1] == tokens[t]`` (the previous token of key ``s`` is an
+    earlier copy of the current token). Returns ``(h,)``: the attention on those keys, summed
+    per query, averaged over queries (a query with no such key counts as 0).
+
+    >>> w = np.zeros((1, 1, 4, 4)); w[0, 0, 3, 2] = 1.0      # position 3 attends to position 2
+    >>> induction_scores(w, np.array([[9, 5, 6, 5]]), np.array([[-1, -1, -1, 6]])).tolist()
+    [1.0]
     """
-    tokens = np.asarray(tokens)
-    n = tokens.shape[1]
-    s = np.arange(1, n)
-    scores = []
-    for b, t in zip(*np.nonzero(np.asarray(targets) >= 0)):
-        keys = s[(s <= t) & (tokens[b, s - 1] == tokens[b, t]) & (s - 1 < t)]
-        scores.append(weights[b, :, t, keys].sum(axis=0) if keys.size else np.zeros(weights.shape[1]))
-    return np.mean(scores, axis=0)  # (h,)
+    tokens, weights = np.asarray(tokens), np.asarray(weights)
+    b, t = np.nonzero(np.asarray(targets) >= 0)  # (q,) each: the scored queries
+    before = np.full(tokens.shape, -1)  # (batch, n): the token before each position, -1 at 0
+    before[:, 1:] = tokens[:, :-1]
+    keys = np.arange(tokens.shape[1])  # (n,)
+    induction = (before[b] == tokens[b, t][:, None]) & (keys <= t[:, None])  # (q, n)
+    rows = weights[b, :, t, :]  # (q, h, n): each scored query's attention, per head
+    return (rows * induction[:, None, :]).sum(axis=-1).mean(axis=0)  # (h,)
 
 
 def duplicate_token_scores(weights, tokens, targets) -> np.ndarray:

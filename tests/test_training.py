@@ -206,6 +206,20 @@ def test_role_and_induction_scores_on_hand_made_weights():
     np.testing.assert_allclose(induction_scores(ind, tokens, targets), [1.0])
 
 
+def test_induction_scores_match_a_loop_over_queries_and_keys():
+    rng = np.random.default_rng(12)
+    tokens = rng.integers(0, 3, size=(6, 7))  # few token ids: many earlier copies
+    targets = np.where(rng.random((6, 7)) < 0.5, 0, -1)
+    scores = rng.random((6, 2, 7, 7))
+    weights = scores / scores.sum(axis=-1, keepdims=True)
+    per_query = []
+    for b, t in zip(*np.nonzero(targets >= 0)):
+        per_query.append(sum(weights[b, :, t, s] for s in range(1, t + 1)
+                             if tokens[b, s - 1] == tokens[b, t]) + np.zeros(2))
+    np.testing.assert_allclose(induction_scores(weights, tokens, targets), np.mean(per_query, axis=0),
+                               rtol=1e-12)
+
+
 def test_duplicate_token_score_tells_a_duplicate_head_from_a_previous_token_head():
     n = 6
     tokens = np.array([[9, 1, 2, 3, 1, 2]])  # positions 4 and 5 repeat positions 1 and 2
