@@ -46,9 +46,14 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from mha_helpers.tasks import (duplicate_token_scores, induction_scores,  # noqa: E402
-                               previous_token_score, repeated_segment_task, segment_positions,
-                               vote_table_task)
+from mha_helpers.tasks import (  # noqa: E402
+    duplicate_token_scores,
+    induction_scores,
+    previous_token_score,
+    repeated_segment_task,
+    segment_positions,
+    vote_table_task,
+)
 from mha_helpers.training import accuracy, forward, init_model, train  # noqa: E402
 
 VOTE = dict(lr=1e-2, warmup=100, batch_size=64)  # lesson 06, section 2 (steps vary here)

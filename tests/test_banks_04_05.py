@@ -14,8 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
-from mha_helpers import (attention_flops, attention_params, grouped_query_attention,
-                         kv_cache_bytes)
+from mha_helpers import attention_flops, attention_params, grouped_query_attention, kv_cache_bytes
 from mha_helpers.grading.check import evaluate
 from mha_helpers.grading.compare import difference
 from mha_helpers.grading.questions import get_question, questions_for

@@ -13,7 +13,6 @@ import math
 import numpy as np
 import pytest
 
-from mha_helpers.cost import batch_where_cache_exceeds, decode_attention_cost, decoder_params
 from mha_helpers import (
     MODEL_CONFIGS,
     ModelConfig,
@@ -24,6 +23,7 @@ from mha_helpers import (
     kv_cache_bytes,
     multi_head_attention,
 )
+from mha_helpers.cost import batch_where_cache_exceeds, decode_attention_cost, decoder_params
 
 # (d_model, num_heads, num_kv_heads, d_head): MHA, GQA, MQA, and h * d_head != d_model.
 SMALL_CONFIGS = [

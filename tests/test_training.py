@@ -9,14 +9,35 @@ import pytest
 
 from mha_helpers import causal_mask, multi_head_attention, scaled_dot_product_attention
 from mha_helpers.backward import attention_backward, mha_backward, mha_forward, softmax_backward
-from mha_helpers.tasks import (duplicate_token_scores, head_roles, induction_scores,
-                               make_vote_tables, previous_token_score, repeated_segment_batch,
-                               role_scores, segment_positions, table_correlation,
-                               vote_table_batch, vote_table_task)
-from mha_helpers.training import (accuracy, accuracy_after_pruning, cross_entropy, forward,
-                                  head_importance, head_output_tables, init_model, learning_rate,
-                                  loss_and_grads, max_relative_error, numerical_gradients,
-                                  prune_head, pruning_order, train)
+from mha_helpers.tasks import (
+    duplicate_token_scores,
+    head_roles,
+    induction_scores,
+    make_vote_tables,
+    previous_token_score,
+    repeated_segment_batch,
+    role_scores,
+    segment_positions,
+    table_correlation,
+    vote_table_batch,
+    vote_table_task,
+)
+from mha_helpers.training import (
+    accuracy,
+    accuracy_after_pruning,
+    cross_entropy,
+    forward,
+    head_importance,
+    head_output_tables,
+    init_model,
+    learning_rate,
+    loss_and_grads,
+    max_relative_error,
+    numerical_gradients,
+    prune_head,
+    pruning_order,
+    train,
+)
 
 TOL = 1e-4
 
