@@ -197,12 +197,14 @@ class _Explorer:
             self._show_error(f"Could not update: {err}")
             return
         self.view = view
-        self._show(view)
-        self.update_count += 1
-        if self._display_id is not None:  # keep the picture output at the last state
+        if self._display_id is not None:
+            # Keep the picture output at the last state. Sent before the live widget changes, so
+            # whatever the learner sees, a save already has in the picture.
             from IPython.display import update_display
 
             update_display(self.picture_bundle(), raw=True, display_id=self._display_id)
+        self._show(view)
+        self.update_count += 1
 
     # The picture and the two outputs ---------------------------------------------------------
     def picture_bundle(self) -> dict:

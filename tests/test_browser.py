@@ -276,8 +276,10 @@ def _control(explorer, kind: str, description: str):
 def _check_picture_after_reopen(page, lab: Lab, notebook: str, *expected: str) -> None:
     from playwright.sync_api import expect
 
-    _save_shut_down_and_reopen(page, lab, notebook)
     picture = page.locator(".mha-static-explorer").first
+    expect(picture).to_be_hidden()  # hidden while the live widget shows...
+    expect(picture).to_contain_text(expected[0])  # ...and already at the last state
+    _save_shut_down_and_reopen(page, lab, notebook)
     expect(picture).to_be_visible()
     expect(picture).to_contain_text(LIVE_AGAIN)
     for text in expected:
