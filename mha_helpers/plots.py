@@ -196,8 +196,8 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
     the shapes.
 
     >>> lay = layer_diagram_layout(8, 2)
-    >>> [(b.role, b.head) for b in lay.boxes("w_o")]
-    [('w_o', 0), ('w_o', 1)]
+    >>> [(b.role, b.head) for b in lay.boxes("w_o")]  # one row block per head, then the outline
+    [('w_o', 0), ('w_o', 1), ('w_o', None)]
     >>> len({b.fill for b in lay.items if isinstance(b, Box) and b.head == 1})
     1
     """
