@@ -148,9 +148,19 @@ def _link_paths(text: str, stage: Path) -> str:
     return re.sub(r"`((?:notebooks|exercises|docs)/[\w.\-/]+\.(?:ipynb|md))`", repl, text)
 
 
+def _outside_anchors(text: str, kept_titles: list[str]) -> str:
+    """README links to its own sections that the home page leaves out point at the README in
+    the repository instead (a missing anchor would be a broken link)."""
+    kept = {re.sub(r"[^\w\- ]", "", t).strip().lower().replace(" ", "-") for t in kept_titles}
+    url = repository_url()[0].rstrip("/") + "/blob/main/README.md"
+    return re.sub(r"\]\(#([\w\-]+)\)",
+                  lambda m: m.group(0) if m.group(1) in kept else f"]({url}#{m.group(1)})", text)
+
+
 def home_page(readme: str, stage: Path, docs: list[str]) -> str:
     head, sections = _sections(readme)
     lesson_map = next((body for title, body in sections.items() if title.lower().startswith("lesson map")), "")
+    head = _outside_anchors(head, ["Lesson map"])
     lines = [head.strip(), ""]
     if lesson_map:
         lines += ["## Lesson map", "", _link_paths(lesson_map.strip(), stage), ""]
