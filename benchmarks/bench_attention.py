@@ -21,9 +21,17 @@ timed in the same rounds to show what limits the helper once the scores no longe
 from __future__ import annotations
 
 import numpy as np
-
-from common import (INFO, SKIPPED, Row, fmt_time, interleaved, judged, median, paired_ratio,
-                    set_blas_threads)
+from common import (
+    INFO,
+    SKIPPED,
+    Row,
+    fmt_time,
+    interleaved,
+    judged,
+    median,
+    paired_ratio,
+    set_blas_threads,
+)
 
 from mha_helpers import multi_head_attention
 
@@ -70,8 +78,9 @@ def _torch_module(w_q, w_k, w_v, w_o, num_heads, threads):
 def _contenders(n, d_model, h, dtype, threads):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(n, d_model)).astype(dtype)
-    w_q, w_k, w_v, w_o = (rng.normal(scale=d_model ** -0.5, size=(d_model, d_model)).astype(dtype)
-                          for _ in range(4))
+    w_q, w_k, w_v, w_o = (
+        rng.normal(scale=d_model**-0.5, size=(d_model, d_model)).astype(dtype) for _ in range(4)
+    )
     d_head = d_model // h
     # Ready-made operands of the floor's products, contiguous (the best case for BLAS).
     qh = rng.normal(size=(h, n, d_head)).astype(dtype)  # (h, n, d_head)
@@ -130,8 +139,15 @@ def run(args, blas) -> list[Row]:
     try:
         for threads in thread_counts:
             if not set_blas_threads(threads) and threads != default:
-                rows.append(Row(SECTION, f"{threads} thread(s)", "cannot set NumPy's BLAS threads",
-                                "", SKIPPED))
+                rows.append(
+                    Row(
+                        SECTION,
+                        f"{threads} thread(s)",
+                        "cannot set NumPy's BLAS threads",
+                        "",
+                        SKIPPED,
+                    )
+                )
                 continue
             rows += _run_threads(args, threads)
     finally:
@@ -152,39 +168,81 @@ def _run_threads(args, threads) -> list[Row]:
             times = {k: median(v) for k, v in s.items()}
             targeted = n <= TARGET_MAX_N
             r_floor = paired_ratio(s, "helper", "floor")
-            values = {"n": n, "d_model": d_model, "h": h, "dtype": dname, "rounds": rounds,
-                      "threads": threads, "median_seconds": times, "helper_over_floor": r_floor}
-            rows.append(Row(
-                SECTION, f"helper / matmul floor, {label}",
-                f"{r_floor:.2f}x ({fmt_time(times['helper'])} vs {fmt_time(times['floor'])})",
-                f"<= {FLOOR_TARGET}x" if targeted else "report",
-                judged(r_floor <= FLOOR_TARGET) if targeted else INFO, values))
+            values = {
+                "n": n,
+                "d_model": d_model,
+                "h": h,
+                "dtype": dname,
+                "rounds": rounds,
+                "threads": threads,
+                "median_seconds": times,
+                "helper_over_floor": r_floor,
+            }
+            rows.append(
+                Row(
+                    SECTION,
+                    f"helper / matmul floor, {label}",
+                    f"{r_floor:.2f}x ({fmt_time(times['helper'])} vs {fmt_time(times['floor'])})",
+                    f"<= {FLOOR_TARGET}x" if targeted else "report",
+                    judged(r_floor <= FLOOR_TARGET) if targeted else INFO,
+                    values,
+                )
+            )
             r_naive = paired_ratio(s, "naive", "helper")
-            rows.append(Row(
-                SECTION, f"naive per-head loop / helper, {label}",
-                f"{r_naive:.2f}x ({fmt_time(times['naive'])})", "report", INFO,
-                {"naive_over_helper": r_naive}))
+            rows.append(
+                Row(
+                    SECTION,
+                    f"naive per-head loop / helper, {label}",
+                    f"{r_naive:.2f}x ({fmt_time(times['naive'])})",
+                    "report",
+                    INFO,
+                    {"naive_over_helper": r_naive},
+                )
+            )
             if "torch" in s:
                 r_torch = paired_ratio(s, "helper", "torch")
-                rows.append(Row(
-                    SECTION, f"helper / torch MHA, {label}",
-                    f"{r_torch:.2f}x (torch {fmt_time(times['torch'])}, {torch.__version__})",
-                    f"<= {TORCH_TARGET}x" if targeted else "report",
-                    judged(r_torch <= TORCH_TARGET) if targeted else INFO,
-                    {"helper_over_torch": r_torch, "torch_version": torch.__version__,
-                     "torch_threads": torch.get_num_threads()}))
+                rows.append(
+                    Row(
+                        SECTION,
+                        f"helper / torch MHA, {label}",
+                        f"{r_torch:.2f}x (torch {fmt_time(times['torch'])}, {torch.__version__})",
+                        f"<= {TORCH_TARGET}x" if targeted else "report",
+                        judged(r_torch <= TORCH_TARGET) if targeted else INFO,
+                        {
+                            "helper_over_torch": r_torch,
+                            "torch_version": torch.__version__,
+                            "torch_threads": torch.get_num_threads(),
+                        },
+                    )
+                )
             else:
-                rows.append(Row(SECTION, f"helper / torch MHA, {label}", "PyTorch not installed",
-                                f"<= {TORCH_TARGET}x" if targeted else "report", SKIPPED))
+                rows.append(
+                    Row(
+                        SECTION,
+                        f"helper / torch MHA, {label}",
+                        "PyTorch not installed",
+                        f"<= {TORCH_TARGET}x" if targeted else "report",
+                        SKIPPED,
+                    )
+                )
             if not targeted:
                 share = paired_ratio(s, "softmax", "helper")
                 score_mib = h * n * n * np.dtype(dtype).itemsize / 2**20
-                rows.append(Row(
-                    SECTION, f"what limits it, {label}",
-                    f"the softmax's passes over the (h, n, n) scores alone take {share:.0%} of "
-                    f"the helper's time: the scores are {score_mib:.0f} MiB, far larger than "
-                    f"the caches, so each pass runs at memory speed"
-                    + (f", on one core while the matrix products use {threads}" if threads > 1
-                       else ""),
-                    "report", INFO, {"softmax_share": share, "scores_mib": score_mib}))
+                rows.append(
+                    Row(
+                        SECTION,
+                        f"what limits it, {label}",
+                        f"the softmax's passes over the (h, n, n) scores alone take {share:.0%} of "
+                        f"the helper's time: the scores are {score_mib:.0f} MiB, far larger than "
+                        f"the caches, so each pass runs at memory speed"
+                        + (
+                            f", on one core while the matrix products use {threads}"
+                            if threads > 1
+                            else ""
+                        ),
+                        "report",
+                        INFO,
+                        {"softmax_share": share, "scores_mib": score_mib},
+                    )
+                )
     return rows

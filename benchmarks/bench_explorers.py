@@ -15,9 +15,8 @@ import statistics
 import tempfile
 
 import nbformat
-from nbclient import NotebookClient
-
 from common import MISSED, Row, fmt_time, judged, kernel_stderr_to
+from nbclient import NotebookClient
 
 SECTION = "explorers"
 TARGET_MEDIAN_S = 0.050
@@ -38,8 +37,11 @@ def measure_in_kernel(repeat: int) -> dict:
     client = NotebookClient(nb, timeout=300, kernel_name="python3")
     with tempfile.TemporaryFile(mode="w+") as log, kernel_stderr_to(log):
         client.execute()
-    text = "".join(o.get("text", "") for o in nb.cells[0].outputs
-                   if o.output_type == "stream" and o.name == "stdout")
+    text = "".join(
+        o.get("text", "")
+        for o in nb.cells[0].outputs
+        if o.output_type == "stream" and o.name == "stdout"
+    )
     return json.loads(text)
 
 
@@ -48,16 +50,32 @@ def run(args, blas) -> list[Row]:
     try:
         result = measure_in_kernel(repeat)
     except Exception as exc:
-        return [Row(SECTION, "explorer updates", f"failed: {type(exc).__name__}: {str(exc)[:200]}",
-                    f"median < {TARGET_MEDIAN_S * 1e3:.0f} ms", MISSED)]
+        return [
+            Row(
+                SECTION,
+                "explorer updates",
+                f"failed: {type(exc).__name__}: {str(exc)[:200]}",
+                f"median < {TARGET_MEDIAN_S * 1e3:.0f} ms",
+                MISSED,
+            )
+        ]
     rows = []
     for name in EXPLORERS:
         times = result["timings"][name]
         med, worst = statistics.median(times), max(times)
-        rows.append(Row(
-            SECTION, f"{name}_explorer update ({result['states'][name]} settings x {repeat})",
-            f"median {fmt_time(med)}, worst {fmt_time(worst)}",
-            f"median < {TARGET_MEDIAN_S * 1e3:.0f} ms", judged(med < TARGET_MEDIAN_S),
-            {"median_s": med, "worst_s": worst, "updates": len(times),
-             "p90_s": statistics.quantiles(times, n=10)[-1] if len(times) >= 10 else worst}))
+        rows.append(
+            Row(
+                SECTION,
+                f"{name}_explorer update ({result['states'][name]} settings x {repeat})",
+                f"median {fmt_time(med)}, worst {fmt_time(worst)}",
+                f"median < {TARGET_MEDIAN_S * 1e3:.0f} ms",
+                judged(med < TARGET_MEDIAN_S),
+                {
+                    "median_s": med,
+                    "worst_s": worst,
+                    "updates": len(times),
+                    "p90_s": statistics.quantiles(times, n=10)[-1] if len(times) >= 10 else worst,
+                },
+            )
+        )
     return rows

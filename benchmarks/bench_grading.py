@@ -92,7 +92,8 @@ HOSTILE = {
         "try:\n"
         f"    print(open({str(COURSE_ROOT / 'solutions')!r} + '/../README.md').read()[:80])\n"
         "except Exception as exc:\n"
-        "    print('refused:', type(exc).__name__)\n"),
+        "    print('refused:', type(exc).__name__)\n"
+    ),
 }
 
 
@@ -133,7 +134,9 @@ def _sanity(rows) -> tuple[bool, str]:
         student = Path(r["file"]).parent.name
         full = r["max"] > 0 and r["total"] == r["max"] - r["pending"]
         if student.startswith("correct") and not full:
-            bad.append(f"{student}/{r['assignment']} scored {r['total']}/{r['max']} ({r['status']})")
+            bad.append(
+                f"{student}/{r['assignment']} scored {r['total']}/{r['max']} ({r['status']})"
+            )
         if not student.startswith("correct") and full and r["max"] > 0:
             bad.append(f"{student}/{r['assignment']} scored full marks")
     return not bad, "; ".join(bad[:3])
@@ -196,13 +199,21 @@ def _run_nbgrader(cmd: list[str], root: Path, env: dict, log: Path) -> float:
     with open(log, "a") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()
-        proc = subprocess.run(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=1800)
+        proc = subprocess.run(
+            cmd,
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=1800,
+        )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"{Path(cmd[0]).name} {cmd[1]} exited with {proc.returncode}: "
-                           + " | ".join(tail))
+        raise RuntimeError(
+            f"{Path(cmd[0]).name} {cmd[1]} exited with {proc.returncode}: " + " | ".join(tail)
+        )
     return wall
 
 
@@ -222,8 +233,10 @@ def _compare_scores(ours: list[dict], theirs: list[dict], assignments: list[str]
             same += 1
             continue
         differ.append(key)
-        lines.append(f"{key[0]}/{key[1]}: ours {r['total']:g}/{r['max']:g}, nbgrader "
-                     f"{t['code_score']:g}/{t['max_code_score']:g}")
+        lines.append(
+            f"{key[0]}/{key[1]}: ours {r['total']:g}/{r['max']:g}, nbgrader "
+            f"{t['code_score']:g}/{t['max_code_score']:g}"
+        )
         if t["code_score"] == t["max_code_score"] and r["total"] < r["max"]:
             full_to_not_full += 1
         for cell, (score, max_score, cell_type) in t["cells"].items():
@@ -236,9 +249,16 @@ def _compare_scores(ours: list[dict], theirs: list[dict], assignments: list[str]
             # The one expected cause: a check cell that did not raise earns nbgrader's full
             # points, while our grader gave fewer for a wrong or missing answer.
             if not (score == max_score and isinstance(mine, (int, float)) and mine < max_score):
-                unexplained.append(f"{key[0]}/{key[1]} {qid}: ours {mine}, nbgrader {score}/{max_score}")
-    return {"agree": same, "differ": len(differ), "nbgrader_full_we_not": full_to_not_full,
-            "lines": lines, "unexplained": unexplained}
+                unexplained.append(
+                    f"{key[0]}/{key[1]} {qid}: ours {mine}, nbgrader {score}/{max_score}"
+                )
+    return {
+        "agree": same,
+        "differ": len(differ),
+        "nbgrader_full_we_not": full_to_not_full,
+        "lines": lines,
+        "unexplained": unexplained,
+    }
 
 
 def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
@@ -248,8 +268,11 @@ def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
     target = f"ours >= {NBGRADER_TARGET:g}x its throughput"
     nbgrader = _nbgrader_bin()
     if nbgrader is None:
-        why = (f"NBGRADER_BIN={os.environ['NBGRADER_BIN']} does not exist"
-               if os.environ.get("NBGRADER_BIN") else "nbgrader not installed; it is optional")
+        why = (
+            f"NBGRADER_BIN={os.environ['NBGRADER_BIN']} does not exist"
+            if os.environ.get("NBGRADER_BIN")
+            else "nbgrader not installed; it is optional"
+        )
         return [Row(SECTION, NBGRADER_ROW, f"skipped ({why})", target, SKIPPED)]
     python = _nbgrader_python(nbgrader)
     prefix = Path(python).parent.parent
@@ -257,18 +280,30 @@ def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
     env["PATH"] = f"{Path(nbgrader).parent}{os.pathsep}{env.get('PATH', '')}"  # it runs `alembic`
     # The kernel named in the notebooks ("python3") must be nbgrader's environment's, which has
     # mha_helpers: put that environment's kernel specs first. No user configuration either.
-    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(prefix / "share" / "jupyter"),
-                                                        env.get("JUPYTER_PATH")]))
+    env["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(prefix / "share" / "jupyter"), env.get("JUPYTER_PATH")])
+    )
     env.pop("PYTHONPATH", None)
     try:
-        probe = subprocess.run([python, "-c", "import nbgrader, ipykernel, mha_helpers; "
-                                "print(nbgrader.__version__)"], capture_output=True, text=True, env=env)
+        probe = subprocess.run(
+            [python, "-c", "import nbgrader, ipykernel, mha_helpers; print(nbgrader.__version__)"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
     except OSError:
         probe = None
     if probe is None or probe.returncode != 0:
-        return [Row(SECTION, NBGRADER_ROW,
-                    f"skipped ({python} cannot import nbgrader, ipykernel and mha_helpers: install "
-                    "the course into nbgrader's environment, e.g. pip install -e .)", target, SKIPPED)]
+        return [
+            Row(
+                SECTION,
+                NBGRADER_ROW,
+                f"skipped ({python} cannot import nbgrader, ipykernel and mha_helpers: install "
+                "the course into nbgrader's environment, e.g. pip install -e .)",
+                target,
+                SKIPPED,
+            )
+        ]
     version = probe.stdout.strip()
     chosen = assignments[:NBGRADER_ASSIGNMENTS]
     rows: list[Row] = []
@@ -285,28 +320,51 @@ def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
                 dest.mkdir(parents=True)
                 shutil.copy(ours_dir / student / f"{name}.ipynb", dest / f"{name}.ipynb")
         env["JUPYTER_CONFIG_DIR"] = str(root / "jupyter-config")  # no ~/.jupyter settings
-        common = [f"--CourseDirectory.root={course}",
-                  f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.sqlite'}",
-                  "--log-level=WARN"]
-        execute = ["--Execute.timeout=60", "--Execute.startup_timeout=60",
-                   "--Execute.interrupt_on_timeout=True", "--force"]
+        common = [
+            f"--CourseDirectory.root={course}",
+            f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.sqlite'}",
+            "--log-level=WARN",
+        ]
+        execute = [
+            "--Execute.timeout=60",
+            "--Execute.startup_timeout=60",
+            "--Execute.interrupt_on_timeout=True",
+            "--force",
+        ]
         log = root / "nbgrader.log"
-        setup = sum(_run_nbgrader([nbgrader, "generate_assignment", name, "--force", *common],
-                                  course, env, log) for name in chosen)
+        setup = sum(
+            _run_nbgrader(
+                [nbgrader, "generate_assignment", name, "--force", *common], course, env, log
+            )
+            for name in chosen
+        )
         # Unmeasured warm-up (file cache, first kernel start), like the unmeasured grade_paths run.
-        warm = _run_nbgrader([nbgrader, "autograde", chosen[0], f"--student={HONEST[0]}", *common,
-                              *execute], course, env, log)
+        warm = _run_nbgrader(
+            [nbgrader, "autograde", chosen[0], f"--student={HONEST[0]}", *common, *execute],
+            course,
+            env,
+            log,
+        )
         wall = _run_nbgrader([nbgrader, "autograde", "*", *common, *execute], course, env, log)
         graded = sorted((course / "autograded").glob("*/*/*.ipynb"))
-        theirs = json.loads(subprocess.run(
-            [python, "-c", _READ_GRADEBOOK, f"sqlite:///{course / 'gradebook.sqlite'}"],
-            capture_output=True, text=True, env=env, check=True).stdout)
+        theirs = json.loads(
+            subprocess.run(
+                [python, "-c", _READ_GRADEBOOK, f"sqlite:///{course / 'gradebook.sqlite'}"],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            ).stdout
+        )
         setup_errors = 0
         for path in graded:
             nb = nbformat.read(path, as_version=4)
-            setup_errors += any(o.get("output_type") == "error" for c in nb.cells
-                                if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"
-                                for o in c.get("outputs", []))
+            setup_errors += any(
+                o.get("output_type") == "error"
+                for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "setup"
+                for o in c.get("outputs", [])
+            )
         mine = {}
         for jobs in (2, 1):
             t0 = time.perf_counter()
@@ -316,61 +374,105 @@ def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
         theirs_per_s = n / wall
         per_sub = (wall - warm) / (n - 1) if n > 1 else None  # beyond nbgrader's own start-up
         what = f"{n} submissions ({len(chosen)} assignments x {len(HONEST)} honest students)"
-        rows.append(Row(SECTION, f"{NBGRADER_ROW}: {what}, nbgrader {version}, one "
-                                 f"`autograde \"*\" --force`",
-                        f"{theirs_per_s:.2f}/s ({wall:.1f} s)", "report",
-                        INFO if len(graded) == n and not setup_errors else MISSED,
-                        {"submissions": n, "autograded": len(graded), "wall_s": round(wall, 3),
-                         "per_second": theirs_per_s, "warmup_one_submission_s": round(warm, 3),
-                         "generate_assignment_s": round(setup, 3),
-                         "per_submission_beyond_startup_s": per_sub,
-                         "setup_cell_errors": setup_errors, "nbgrader": version,
-                         "nbgrader_bin": nbgrader},
-                        note=(f"a warm-up run on one submission took {warm:.1f} s, so nbgrader "
-                              f"spends about {per_sub:.2f} s per further submission (a fresh "
-                              f"kernel each) plus {max(warm - per_sub, 0):.1f} s to start"
-                              if per_sub else "")
-                        + (f"; {setup_errors} autograded notebooks could not run the setup cell "
-                           "(is mha_helpers importable in nbgrader's python3 kernel?)"
-                           if setup_errors else "")
-                        + (f"; only {len(graded)} of {n} notebooks autograded"
-                           if len(graded) != n else "")))
+        rows.append(
+            Row(
+                SECTION,
+                f'{NBGRADER_ROW}: {what}, nbgrader {version}, one `autograde "*" --force`',
+                f"{theirs_per_s:.2f}/s ({wall:.1f} s)",
+                "report",
+                INFO if len(graded) == n and not setup_errors else MISSED,
+                {
+                    "submissions": n,
+                    "autograded": len(graded),
+                    "wall_s": round(wall, 3),
+                    "per_second": theirs_per_s,
+                    "warmup_one_submission_s": round(warm, 3),
+                    "generate_assignment_s": round(setup, 3),
+                    "per_submission_beyond_startup_s": per_sub,
+                    "setup_cell_errors": setup_errors,
+                    "nbgrader": version,
+                    "nbgrader_bin": nbgrader,
+                },
+                note=(
+                    f"a warm-up run on one submission took {warm:.1f} s, so nbgrader "
+                    f"spends about {per_sub:.2f} s per further submission (a fresh "
+                    f"kernel each) plus {max(warm - per_sub, 0):.1f} s to start"
+                    if per_sub
+                    else ""
+                )
+                + (
+                    f"; {setup_errors} autograded notebooks could not run the setup cell "
+                    "(is mha_helpers importable in nbgrader's python3 kernel?)"
+                    if setup_errors
+                    else ""
+                )
+                + (f"; only {len(graded)} of {n} notebooks autograded" if len(graded) != n else ""),
+            )
+        )
         ours_per_s = {jobs: len(r) / w for jobs, (w, r) in mine.items()}
-        rows.append(Row(SECTION, f"grade_paths on the same {n} submissions",
-                        f"{ours_per_s[2]:.2f}/s with 2 workers ({mine[2][0]:.1f} s), "
-                        f"{ours_per_s[1]:.2f}/s with 1 ({mine[1][0]:.1f} s)", "report", INFO,
-                        {"per_second_2_workers": ours_per_s[2], "per_second_1_worker": ours_per_s[1],
-                         "wall_s_2_workers": round(mine[2][0], 3),
-                         "wall_s_1_worker": round(mine[1][0], 3)}))
+        rows.append(
+            Row(
+                SECTION,
+                f"grade_paths on the same {n} submissions",
+                f"{ours_per_s[2]:.2f}/s with 2 workers ({mine[2][0]:.1f} s), "
+                f"{ours_per_s[1]:.2f}/s with 1 ({mine[1][0]:.1f} s)",
+                "report",
+                INFO,
+                {
+                    "per_second_2_workers": ours_per_s[2],
+                    "per_second_1_worker": ours_per_s[1],
+                    "wall_s_2_workers": round(mine[2][0], 3),
+                    "wall_s_1_worker": round(mine[1][0], 3),
+                },
+            )
+        )
         ratio2, ratio1 = ours_per_s[2] / theirs_per_s, ours_per_s[1] / theirs_per_s
-        rows.append(Row(SECTION, "throughput, ours / nbgrader's (nbgrader grades one notebook at "
-                                 "a time, like our 1 worker)",
-                        f"{ratio2:.1f}x with 2 workers, {ratio1:.1f}x with 1", target,
-                        judged(ratio2 >= NBGRADER_TARGET),
-                        {"ratio_2_workers": ratio2, "ratio_1_worker": ratio1}))
+        rows.append(
+            Row(
+                SECTION,
+                "throughput, ours / nbgrader's (nbgrader grades one notebook at "
+                "a time, like our 1 worker)",
+                f"{ratio2:.1f}x with 2 workers, {ratio1:.1f}x with 1",
+                target,
+                judged(ratio2 >= NBGRADER_TARGET),
+                {"ratio_2_workers": ratio2, "ratio_1_worker": ratio1},
+            )
+        )
         cmp = _compare_scores(mine[2][1], theirs, chosen)
         ok = not cmp["unexplained"]
         note = ""
         if cmp["differ"]:
-            note = ("nbgrader scores a test cell by whether it raises; the course's check() "
-                    "never raises (it prints its verdict), so nbgrader gives every check cell "
-                    "that runs its full points, wrong or unanswered. It gave full automatic "
-                    f"marks to {cmp['nbgrader_full_we_not']} of the {cmp['differ']} submissions "
-                    "where we differ: " + "; ".join(cmp["lines"])
-                    + ". Our grader computes the verdict itself and gives those the points "
-                    "they earned. Do not grade these notebooks with nbgrader's autograde "
-                    "as they are.")
+            note = (
+                "nbgrader scores a test cell by whether it raises; the course's check() "
+                "never raises (it prints its verdict), so nbgrader gives every check cell "
+                "that runs its full points, wrong or unanswered. It gave full automatic "
+                f"marks to {cmp['nbgrader_full_we_not']} of the {cmp['differ']} submissions "
+                "where we differ: "
+                + "; ".join(cmp["lines"])
+                + ". Our grader computes the verdict itself and gives those the points "
+                "they earned. Do not grade these notebooks with nbgrader's autograde "
+                "as they are."
+            )
         if cmp["unexplained"]:
             note += (" " if note else "") + "Unexplained: " + "; ".join(cmp["unexplained"][:5])
-        rows.append(Row(SECTION, "automatic scores on the same submissions, ours vs nbgrader's",
-                        f"agree on {cmp['agree']} of {n}; nbgrader gives full marks to "
-                        f"{cmp['nbgrader_full_we_not']} wrong or unattempted ones"
-                        if cmp["differ"] else f"agree on all {n}",
-                        "agree, or every difference explained", judged(ok),
-                        {k: v for k, v in cmp.items()}, note=note))
+        rows.append(
+            Row(
+                SECTION,
+                "automatic scores on the same submissions, ours vs nbgrader's",
+                f"agree on {cmp['agree']} of {n}; nbgrader gives full marks to "
+                f"{cmp['nbgrader_full_we_not']} wrong or unattempted ones"
+                if cmp["differ"]
+                else f"agree on all {n}",
+                "agree, or every difference explained",
+                judged(ok),
+                {k: v for k, v in cmp.items()},
+                note=note,
+            )
+        )
     except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
-        rows.append(Row(SECTION, NBGRADER_ROW, f"failed: {type(exc).__name__}: {exc}", target,
-                        MISSED))
+        rows.append(
+            Row(SECTION, NBGRADER_ROW, f"failed: {type(exc).__name__}: {exc}", target, MISSED)
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return rows
@@ -379,14 +481,19 @@ def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
 def run(args, blas) -> list[Row]:
     from mha_helpers.grading.grader import grade_paths
 
-    assignments = sorted(p.stem for p in (COURSE_ROOT / "exercises").glob("*.ipynb")
-                         if (COURSE_ROOT / "solutions" / p.name).is_file())
+    assignments = sorted(
+        p.stem
+        for p in (COURSE_ROOT / "exercises").glob("*.ipynb")
+        if (COURSE_ROOT / "solutions" / p.name).is_file()
+    )
     if args.quick:
         assignments = assignments[:1]
     rows = []
     folder = Path(tempfile.mkdtemp(prefix="mha-bench-class-"))
     try:
-        n = build_class(folder, assignments, class_students(assignments, 12 if args.quick else CLASS_SIZE))
+        n = build_class(
+            folder, assignments, class_students(assignments, 12 if args.quick else CLASS_SIZE)
+        )
         warm = folder.parent / (folder.name + "-warm")
         build_class(warm, assignments[:1], KINDS[:1])
         grade_paths([warm], jobs=1, timeout=60.0, seed=SEED, course=COURSE_ROOT)  # file cache
@@ -402,30 +509,58 @@ def run(args, blas) -> list[Row]:
             own = [r["timing"]["wall"] - s - e for r, s, e in zip(graded, start, execute)]
             per_s = len(graded) / wall
             target = f">= {TARGET_PER_S:g}/s" if jobs == 2 else "report"
-            rows.append(Row(
-                SECTION, f"{len(graded)} submissions ({len(assignments)} assignments x "
-                         f"{len(graded) // max(1, len(assignments))} students), {jobs} worker{'s' * (jobs > 1)}",
-                f"{per_s:.2f}/s ({wall:.1f} s)",
-                target, judged(per_s >= TARGET_PER_S) if jobs == 2 else INFO,
-                {"submissions": len(graded), "wall_s": round(wall, 3), "per_second": per_s,
-                 "start_s_median": statistics.median(start),
-                 "execute_s_median": statistics.median(execute),
-                 "grader_s_median": statistics.median(own),
-                 "start_s_sum": sum(start), "execute_s_sum": sum(execute),
-                 "statuses": sorted({r["status"] for r in graded})}))
-            rows.append(Row(
-                SECTION, f"where the time goes, {jobs} worker{'s' * (jobs > 1)} (median per "
-                         f"submission)",
-                f"worker start-up {statistics.median(start) * 1e3:.0f} ms, execution "
-                f"{statistics.median(execute) * 1e3:.0f} ms, grader {statistics.median(own) * 1e3:.0f} ms",
-                "report", INFO))
+            rows.append(
+                Row(
+                    SECTION,
+                    f"{len(graded)} submissions ({len(assignments)} assignments x "
+                    f"{len(graded) // max(1, len(assignments))} students), {jobs} worker{'s' * (jobs > 1)}",
+                    f"{per_s:.2f}/s ({wall:.1f} s)",
+                    target,
+                    judged(per_s >= TARGET_PER_S) if jobs == 2 else INFO,
+                    {
+                        "submissions": len(graded),
+                        "wall_s": round(wall, 3),
+                        "per_second": per_s,
+                        "start_s_median": statistics.median(start),
+                        "execute_s_median": statistics.median(execute),
+                        "grader_s_median": statistics.median(own),
+                        "start_s_sum": sum(start),
+                        "execute_s_sum": sum(execute),
+                        "statuses": sorted({r["status"] for r in graded}),
+                    },
+                )
+            )
+            rows.append(
+                Row(
+                    SECTION,
+                    f"where the time goes, {jobs} worker{'s' * (jobs > 1)} (median per submission)",
+                    f"worker start-up {statistics.median(start) * 1e3:.0f} ms, execution "
+                    f"{statistics.median(execute) * 1e3:.0f} ms, grader {statistics.median(own) * 1e3:.0f} ms",
+                    "report",
+                    INFO,
+                )
+            )
         wall1, wall2 = results[1][0], results[2][0]
-        rows.append(Row(SECTION, "speed-up from 1 to 2 workers", f"{wall1 / wall2:.2f}x", "report",
-                        INFO, {"speedup": wall1 / wall2}))
+        rows.append(
+            Row(
+                SECTION,
+                "speed-up from 1 to 2 workers",
+                f"{wall1 / wall2:.2f}x",
+                "report",
+                INFO,
+                {"speedup": wall1 / wall2},
+            )
+        )
         ok, why = _sanity(results[2][1])
-        rows.append(Row(SECTION, "verdicts of the benchmark class",
-                        "correct ones full marks, others less" if ok else f"wrong: {why}",
-                        "all right", judged(ok)))
+        rows.append(
+            Row(
+                SECTION,
+                "verdicts of the benchmark class",
+                "correct ones full marks, others less" if ok else f"wrong: {why}",
+                "all right",
+                judged(ok),
+            )
+        )
         if len(results[2][1]) != n:
             rows[-1].status = MISSED
             rows[-1].measured += f"; {len(results[2][1])} rows for {n} notebooks"

@@ -39,21 +39,41 @@ def run(args, blas) -> list[Row]:
                     t = execute_notebook(path, write=False)
             except Exception as exc:  # a failing notebook is a result too
                 log.seek(0)
-                rows.append(Row(SECTION, str(rel), f"failed: {type(exc).__name__}",
-                                f"< {target:g} s", MISSED,
-                                note=(str(exc)[-300:] + " " + log.read()[-300:]).strip()))
+                rows.append(
+                    Row(
+                        SECTION,
+                        str(rel),
+                        f"failed: {type(exc).__name__}",
+                        f"< {target:g} s",
+                        MISSED,
+                        note=(str(exc)[-300:] + " " + log.read()[-300:]).strip(),
+                    )
+                )
                 continue
         starts.append(t["kernel_start"])
         executes.append(t["execute"])
-        rows.append(Row(
-            SECTION, str(rel),
-            f"{t['execute']:.1f} s execution + {t['kernel_start']:.1f} s kernel start",
-            f"< {target:g} s execution", judged(t["execute"] < target),
-            {"kernel_start_s": round(t["kernel_start"], 3), "execute_s": round(t["execute"], 3)}))
+        rows.append(
+            Row(
+                SECTION,
+                str(rel),
+                f"{t['execute']:.1f} s execution + {t['kernel_start']:.1f} s kernel start",
+                f"< {target:g} s execution",
+                judged(t["execute"] < target),
+                {
+                    "kernel_start_s": round(t["kernel_start"], 3),
+                    "execute_s": round(t["execute"], 3),
+                },
+            )
+        )
     if executes:
-        rows.append(Row(
-            SECTION, f"all {len(executes)} notebooks",
-            f"{sum(executes):.1f} s execution + {sum(starts):.1f} s kernel starts",
-            "report", INFO, {"execute_s": round(sum(executes), 3),
-                             "kernel_start_s": round(sum(starts), 3)}))
+        rows.append(
+            Row(
+                SECTION,
+                f"all {len(executes)} notebooks",
+                f"{sum(executes):.1f} s execution + {sum(starts):.1f} s kernel starts",
+                "report",
+                INFO,
+                {"execute_s": round(sum(executes), 3), "kernel_start_s": round(sum(starts), 3)},
+            )
+        )
     return rows

@@ -24,8 +24,12 @@ BUILD_SCRIPT = COURSE_ROOT / "site_src" / "build_site.py"
 
 def _build(out: Path) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(BUILD_SCRIPT), "--out", str(out), "-q"],
-                          cwd=COURSE_ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(BUILD_SCRIPT), "--out", str(out), "-q"],
+        cwd=COURSE_ROOT,
+        capture_output=True,
+        text=True,
+    )
     return time.perf_counter() - t0, proc
 
 
@@ -35,15 +39,38 @@ def run(args, blas) -> list[Row]:
         out = Path(tmp) / "site"
         seconds, proc = _build(out)
         if proc.returncode != 0:
-            return [Row(SECTION, name, f"failed (exit {proc.returncode})", f"< {TARGET_S:g} s",
-                        MISSED, note=(proc.stdout[-300:] + " " + proc.stderr[-300:]).strip())]
+            return [
+                Row(
+                    SECTION,
+                    name,
+                    f"failed (exit {proc.returncode})",
+                    f"< {TARGET_S:g} s",
+                    MISSED,
+                    note=(proc.stdout[-300:] + " " + proc.stderr[-300:]).strip(),
+                )
+            ]
         pages = sum(1 for _ in out.rglob("*.html"))
         size_mb = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2**20
-        rows = [Row(SECTION, name, f"{seconds:.1f} s ({pages} pages, {size_mb:.1f} MiB)",
-                    f"< {TARGET_S:g} s", judged(seconds < TARGET_S),
-                    {"clean_s": round(seconds, 2), "pages": pages, "size_mib": round(size_mb, 1)})]
+        rows = [
+            Row(
+                SECTION,
+                name,
+                f"{seconds:.1f} s ({pages} pages, {size_mb:.1f} MiB)",
+                f"< {TARGET_S:g} s",
+                judged(seconds < TARGET_S),
+                {"clean_s": round(seconds, 2), "pages": pages, "size_mib": round(size_mb, 1)},
+            )
+        ]
         if not args.quick:
             again, proc = _build(out)
-            rows.append(Row(SECTION, "rebuild with nothing changed", f"{again:.1f} s", "report",
-                            INFO if proc.returncode == 0 else MISSED, {"unchanged_s": round(again, 2)}))
+            rows.append(
+                Row(
+                    SECTION,
+                    "rebuild with nothing changed",
+                    f"{again:.1f} s",
+                    "report",
+                    INFO if proc.returncode == 0 else MISSED,
+                    {"unchanged_s": round(again, 2)},
+                )
+            )
     return rows

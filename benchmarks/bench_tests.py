@@ -25,12 +25,20 @@ SAVED = Path(__file__).resolve().parent / "results" / "test_suite.json"
 
 def measure() -> dict:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                          cwd=COURSE_ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=COURSE_ROOT,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     lines = [ln for ln in proc.stdout.strip().splitlines() if ln.strip()]
-    result = {"wall_s": round(wall, 1), "returncode": proc.returncode,
-              "summary": lines[-1] if lines else "", "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    result = {
+        "wall_s": round(wall, 1),
+        "returncode": proc.returncode,
+        "summary": lines[-1] if lines else "",
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     SAVED.parent.mkdir(parents=True, exist_ok=True)
     SAVED.write_text(json.dumps(result, indent=1) + "\n")
     return result
@@ -42,11 +50,24 @@ def run(args, blas) -> list[Row]:
     elif SAVED.is_file():
         result = json.loads(SAVED.read_text())
     else:
-        return [Row(SECTION, "whole test suite (make test)",
-                    "not measured: run `.venv/bin/python benchmarks/run.py --only tests`",
-                    f"< {TARGET_S / 60:g} min", INFO)]
+        return [
+            Row(
+                SECTION,
+                "whole test suite (make test)",
+                "not measured: run `.venv/bin/python benchmarks/run.py --only tests`",
+                f"< {TARGET_S / 60:g} min",
+                INFO,
+            )
+        ]
     ok = result["returncode"] == 0 and result["wall_s"] < TARGET_S
     status = judged(ok) if result["returncode"] == 0 else MISSED
-    return [Row(SECTION, "whole test suite (make test)",
-                f"{result['wall_s'] / 60:.1f} min ({result['summary']}; measured {result['date_utc']})",
-                f"< {TARGET_S / 60:g} min", status, result)]
+    return [
+        Row(
+            SECTION,
+            "whole test suite (make test)",
+            f"{result['wall_s'] / 60:.1f} min ({result['summary']}; measured {result['date_utc']})",
+            f"< {TARGET_S / 60:g} min",
+            status,
+            result,
+        )
+    ]

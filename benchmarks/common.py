@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import sys
 import platform
 import random
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -48,6 +48,7 @@ def judged(ok: bool) -> str:
 
 # --- timing ----------------------------------------------------------------------------------
 
+
 def _time_once(fn, inner: int) -> float:
     t0 = time.perf_counter()
     for _ in range(inner):
@@ -55,8 +56,14 @@ def _time_once(fn, inner: int) -> float:
     return (time.perf_counter() - t0) / inner
 
 
-def interleaved(contenders: dict, rounds: int = 15, warmup: int = 2, batch_time: float = 2e-4,
-                round_time: float = 0.15, max_best_of: int = 5) -> dict:
+def interleaved(
+    contenders: dict,
+    rounds: int = 15,
+    warmup: int = 2,
+    batch_time: float = 2e-4,
+    round_time: float = 0.15,
+    max_best_of: int = 5,
+) -> dict:
     """Time each ``name -> zero-argument callable`` once per round, in a shuffled order.
 
     A shared machine preempts a process for whole scheduler slices (milliseconds), so one sample
@@ -103,6 +110,7 @@ def fmt_time(seconds: float) -> str:
 
 # --- notebook kernels -----------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def kernel_stderr_to(file):
     """Send what kernels print on stderr (start-up warnings) to ``file``, not into the table."""
@@ -121,8 +129,16 @@ def kernel_stderr_to(file):
 # threadpoolctl is not a dependency, so ask the OpenBLAS that NumPy loaded directly. NumPy's
 # wheels ship OpenBLAS with a "scipy_" prefix and a "64_" suffix on its symbols.
 
-_GET_THREADS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
-_SET_THREADS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads")
+_GET_THREADS = (
+    "scipy_openblas_get_num_threads64_",
+    "openblas_get_num_threads64_",
+    "openblas_get_num_threads",
+)
+_SET_THREADS = (
+    "scipy_openblas_set_num_threads64_",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
 _CORENAME = ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename")
 
 
@@ -130,7 +146,9 @@ def _openblas():
     np.ones((2, 2)) @ np.ones((2, 2))  # make sure the library is loaded
     try:
         with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
+            paths = {
+                line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line
+            }
     except OSError:
         return None
     for path in sorted(paths):
@@ -210,7 +228,14 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "load_average_at_start": None if load is None else [round(x, 2) for x in load],
-        "openblas_env": {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-                                                    "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
-                         if k in os.environ},
+        "openblas_env": {
+            k: os.environ[k]
+            for k in (
+                "OPENBLAS_CORETYPE",
+                "OPENBLAS_L2_SIZE",
+                "OPENBLAS_NUM_THREADS",
+                "OMP_NUM_THREADS",
+            )
+            if k in os.environ
+        },
     }

@@ -71,15 +71,24 @@ def vote_runs(log) -> list[dict]:
             for steps in budgets:
                 for seed in range(3):
                     t0 = time.perf_counter()
-                    start = init_model(vocab_size=16, seq_len=10, d_model=32, num_layers=1, seed=seed)
+                    start = init_model(
+                        vocab_size=16, seq_len=10, d_model=32, num_layers=1, seed=seed
+                    )
                     model, losses = train(start, make_votes, h, steps=steps, seed=seed, **VOTE)
-                    row = {"table_seed": table_seed, "h": h, "steps": steps, "seed": seed,
-                           "accuracy": accuracy(model, *test, num_heads=h),
-                           "final_loss": float(losses[-20:].mean()),
-                           "seconds": time.perf_counter() - t0}
+                    row = {
+                        "table_seed": table_seed,
+                        "h": h,
+                        "steps": steps,
+                        "seed": seed,
+                        "accuracy": accuracy(model, *test, num_heads=h),
+                        "final_loss": float(losses[-20:].mean()),
+                        "seconds": time.perf_counter() - t0,
+                    }
                     rows.append(row)
-                    log(f"  vote table {table_seed}  h = {h}  {steps:>6} steps  seed {seed}: "
-                        f"{row['accuracy']:.1%}  ({row['seconds']:.1f} s)")
+                    log(
+                        f"  vote table {table_seed}  h = {h}  {steps:>6} steps  seed {seed}: "
+                        f"{row['accuracy']:.1%}  ({row['seconds']:.1f} s)"
+                    )
     return rows
 
 
@@ -97,74 +106,103 @@ def induction_runs(log) -> list[dict]:
     for loss, make_batch in (("second copy", make_repeats), ("every position", make_next_token)):
         for seed in range(6):
             t0 = time.perf_counter()
-            start = init_model(vocab_size=25, seq_len=20, d_model=32, num_layers=2, num_outputs=24,
-                               seed=seed)
+            start = init_model(
+                vocab_size=25, seq_len=20, d_model=32, num_layers=2, num_outputs=24, seed=seed
+            )
             model, _ = train(start, make_batch, num_heads=1, seed=seed, **INDUCTION)
             _, weights = forward(model, tokens, num_heads=1)
             acc = accuracy(model, tokens, targets, num_heads=1)
-            without = {part: accuracy(model, tokens, targets, num_heads=1,
-                                      output_masks=[~parts[part], None])
-                       for part in ("first_copy", "second_copy")}
+            without = {
+                part: accuracy(
+                    model, tokens, targets, num_heads=1, output_masks=[~parts[part], None]
+                )
+                for part in ("first_copy", "second_copy")
+            }
             if acc < LEARNED:
                 label = "not learned"
             elif without["first_copy"] < without["second_copy"]:
                 label = "K-composition"  # layer 0 is needed where the keys are
             else:
                 label = "Q-composition"  # layer 0 is needed where the queries are
-            row = {"loss": loss, "seed": seed, "accuracy": acc,
-                   "previous_at_keys": float(previous_token_score(weights[0], parts["induction_keys"])[0]),
-                   "duplicate": float(duplicate_token_scores(weights[0], tokens, targets)[0]),
-                   "induction": float(induction_scores(weights[1], tokens, targets)[0]),
-                   "without_layer0_first_copy": without["first_copy"],
-                   "without_layer0_second_copy": without["second_copy"],
-                   "label": label, "seconds": time.perf_counter() - t0}
+            row = {
+                "loss": loss,
+                "seed": seed,
+                "accuracy": acc,
+                "previous_at_keys": float(
+                    previous_token_score(weights[0], parts["induction_keys"])[0]
+                ),
+                "duplicate": float(duplicate_token_scores(weights[0], tokens, targets)[0]),
+                "induction": float(induction_scores(weights[1], tokens, targets)[0]),
+                "without_layer0_first_copy": without["first_copy"],
+                "without_layer0_second_copy": without["second_copy"],
+                "label": label,
+                "seconds": time.perf_counter() - t0,
+            }
             rows.append(row)
-            log(f"  induction, loss on {loss:<14} seed {seed}: {acc:.1%}  {label}  "
-                f"({row['seconds']:.1f} s)")
+            log(
+                f"  induction, loss on {loss:<14} seed {seed}: {acc:.1%}  {label}  "
+                f"({row['seconds']:.1f} s)"
+            )
     return rows
 
 
 def vote_table(rows) -> str:
-    lines = ["One head vs two on the vote-table task (d_model = 32; 3 tables x 3 seeds per cell)",
-             f"{'h':>2} {'steps':>7} {'min':>7} {'mean':>7} {'max':>7}   every run (table, seed)"]
+    lines = [
+        "One head vs two on the vote-table task (d_model = 32; 3 tables x 3 seeds per cell)",
+        f"{'h':>2} {'steps':>7} {'min':>7} {'mean':>7} {'max':>7}   every run (table, seed)",
+    ]
     for h, budgets in VOTE_BUDGETS.items():
         for steps in budgets:
             accs = [r["accuracy"] for r in rows if r["h"] == h and r["steps"] == steps]
             every = " ".join(f"{a:.0%}" for a in accs)
-            lines.append(f"{h:>2} {steps:>7} {min(accs):>7.1%} {np.mean(accs):>7.1%} "
-                         f"{max(accs):>7.1%}   {every}")
+            lines.append(
+                f"{h:>2} {steps:>7} {min(accs):>7.1%} {np.mean(accs):>7.1%} "
+                f"{max(accs):>7.1%}   {every}"
+            )
     return "\n".join(lines)
 
 
 def induction_table(rows) -> str:
-    lines = ["Repeated-segment task, 2 layers x 1 head, 600 steps; accuracy on the second copy of "
-             "the lesson's 1,000 test sequences",
-             f"{'loss on':<15} {'seed':>4} {'accuracy':>9} {'L0 t-1 at keys':>15} "
-             f"{'L0 earlier copy':>16} {'L1 induction':>13} {'L0 off at 1st copy':>19} "
-             f"{'L0 off at 2nd copy':>19}  how"]
+    lines = [
+        "Repeated-segment task, 2 layers x 1 head, 600 steps; accuracy on the second copy of "
+        "the lesson's 1,000 test sequences",
+        f"{'loss on':<15} {'seed':>4} {'accuracy':>9} {'L0 t-1 at keys':>15} "
+        f"{'L0 earlier copy':>16} {'L1 induction':>13} {'L0 off at 1st copy':>19} "
+        f"{'L0 off at 2nd copy':>19}  how",
+    ]
     for r in rows:
-        lines.append(f"{r['loss']:<15} {r['seed']:>4} {r['accuracy']:>9.1%} "
-                     f"{r['previous_at_keys']:>15.2f} {r['duplicate']:>16.2f} {r['induction']:>13.2f} "
-                     f"{r['without_layer0_first_copy']:>19.1%} {r['without_layer0_second_copy']:>19.1%}"
-                     f"  {r['label']}")
+        lines.append(
+            f"{r['loss']:<15} {r['seed']:>4} {r['accuracy']:>9.1%} "
+            f"{r['previous_at_keys']:>15.2f} {r['duplicate']:>16.2f} {r['induction']:>13.2f} "
+            f"{r['without_layer0_first_copy']:>19.1%} {r['without_layer0_second_copy']:>19.1%}"
+            f"  {r['label']}"
+        )
     for loss in ("second copy", "every position"):
         learned = sum(r["label"] != "not learned" for r in rows if r["loss"] == loss)
         total = sum(r["loss"] == loss for r in rows)
         where = {"second copy": "the second copy", "every position": "every position"}[loss]
-        lines.append(f"loss on {where}: {learned} of {total} seeds learn the task "
-                     f"(accuracy >= {LEARNED:.0%})")
+        lines.append(
+            f"loss on {where}: {learned} of {total} seeds learn the task "
+            f"(accuracy >= {LEARNED:.0%})"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("vote", "induction"), action="append",
-                        help="run one part (repeatable); default: both")
+    parser.add_argument(
+        "--only",
+        choices=("vote", "induction"),
+        action="append",
+        help="run one part (repeatable); default: both",
+    )
     args = parser.parse_args(argv)
     parts = args.only or ["vote", "induction"]
     t0 = time.perf_counter()
-    results = {"machine": f"{platform.machine()}, {platform.system()}, Python "
-                          f"{platform.python_version()}, NumPy {np.__version__}"}
+    results = {
+        "machine": f"{platform.machine()}, {platform.system()}, Python "
+        f"{platform.python_version()}, NumPy {np.__version__}"
+    }
     tables = []
     if "vote" in parts:
         results["vote"] = vote_runs(print)

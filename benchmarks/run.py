@@ -39,6 +39,7 @@ _saved_env = {k: os.environ.get(k) for k in IDLE_THREADS}
 for _k, _v in IDLE_THREADS.items():
     os.environ.setdefault(_k, _v)
 import numpy  # noqa: E402,F401
+
 try:
     import torch  # noqa: F401
 except ImportError:
@@ -63,39 +64,61 @@ DEFAULT_OUT = HERE / "results" / "latest.json"
 
 
 def print_table(rows: list[Row], machine: dict, blas: dict) -> None:
-    print(f"\nMeasured {machine['date_utc']} on {machine['cpu']}, {machine['cores']} cores, "
-          f"{machine['memory_gib']} GiB, {machine['os']}; Python {machine['python']}, NumPy "
-          f"{machine['numpy']} with {blas['name']} {blas['version']} ({blas['core']} kernels, "
-          f"{blas['threads']} threads); load average at start {machine['load_average_at_start']}")
+    print(
+        f"\nMeasured {machine['date_utc']} on {machine['cpu']}, {machine['cores']} cores, "
+        f"{machine['memory_gib']} GiB, {machine['os']}; Python {machine['python']}, NumPy "
+        f"{machine['numpy']} with {blas['name']} {blas['version']} ({blas['core']} kernels, "
+        f"{blas['threads']} threads); load average at start {machine['load_average_at_start']}"
+    )
     headers = ("section", "measurement", "result", "target", "status")
     wrap = {1: 52, 2: 60}
     table = [(r.section, r.name, r.measured, r.target, r.status) for r in rows]
-    widths = [max(len(headers[i]), *(min(len(t[i]), wrap.get(i, 99)) for t in table)) if table
-              else len(headers[i]) for i in range(5)]
+    widths = [
+        max(len(headers[i]), *(min(len(t[i]), wrap.get(i, 99)) for t in table))
+        if table
+        else len(headers[i])
+        for i in range(5)
+    ]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     print("\n" + line + "\n" + "-" * len(line))
     for t in table:
         cells = [textwrap.wrap(c, wrap[i]) or [""] if i in wrap else [c] for i, c in enumerate(t)]
         for k in range(max(map(len, cells))):
-            print("  ".join((c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths)).rstrip())
+            print(
+                "  ".join(
+                    (c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths)
+                ).rstrip()
+            )
     notes = [r for r in rows if r.note]
     if notes:
         print("\nNotes:")
         for r in notes:
             print(textwrap.fill(f"- {r.name}: {r.note}", 100, subsequent_indent="  "))
     missed = [r for r in rows if r.status == MISSED]
-    print(f"\n{len(rows)} rows: {sum(r.status == 'met' for r in rows)} met, {len(missed)} missed, "
-          f"{sum(r.status == SKIPPED for r in rows)} skipped, {sum(r.status == 'info' for r in rows)} reported")
+    print(
+        f"\n{len(rows)} rows: {sum(r.status == 'met' for r in rows)} met, {len(missed)} missed, "
+        f"{sum(r.status == SKIPPED for r in rows)} skipped, {sum(r.status == 'info' for r in rows)} reported"
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", action="append", choices=sorted(SECTIONS),
-                        help="run only this section (repeatable); default: all but 'tests' "
-                             "measured, 'tests' read from its last measurement")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats and sizes (development)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS and PyTorch threads (default: what NumPy's BLAS already uses)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(SECTIONS),
+        help="run only this section (repeatable); default: all but 'tests' "
+        "measured, 'tests' read from its last measurement",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repeats and sizes (development)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="BLAS and PyTorch threads (default: what NumPy's BLAS already uses)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
     args = parser.parse_args(argv)
 
@@ -117,15 +140,25 @@ def main(argv=None) -> int:
             traceback.print_exc()
             section_rows = [Row(name, "section failed", f"{type(exc).__name__}: {exc}", "", MISSED)]
         rows += section_rows
-        print(f"[bench] {name} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        print(
+            f"[bench] {name} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True
+        )
 
     print_table(rows, machine, blas)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine, "blas": blas, "idle_thread_settings": IDLE_THREADS, "sections": selected, "quick": args.quick,
-              "seconds": round(time.perf_counter() - started, 1),
-              "rows": [r.as_dict() for r in rows]}
+    report = {
+        "machine": machine,
+        "blas": blas,
+        "idle_thread_settings": IDLE_THREADS,
+        "sections": selected,
+        "quick": args.quick,
+        "seconds": round(time.perf_counter() - started, 1),
+        "rows": [r.as_dict() for r in rows],
+    }
     args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    print(f"\nwrote {args.out.relative_to(Path.cwd()) if args.out.is_relative_to(Path.cwd()) else args.out}")
+    print(
+        f"\nwrote {args.out.relative_to(Path.cwd()) if args.out.is_relative_to(Path.cwd()) else args.out}"
+    )
     return 0
 
 

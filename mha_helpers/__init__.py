@@ -21,11 +21,22 @@ Imported from their own modules (so importing the math stays light):
 """
 
 from .attention import causal_mask, scaled_dot_product_attention, softmax
-from .cost import MODEL_CONFIGS, ModelConfig, attention_flops, attention_params, format_bytes, kv_cache_bytes
+from .cost import (
+    MODEL_CONFIGS,
+    ModelConfig,
+    attention_flops,
+    attention_params,
+    format_bytes,
+    kv_cache_bytes,
+)
 from .heads import grouped_query_attention, merge_heads, multi_head_attention, split_heads
 from .plots import plot_attention, plot_heads
-from .pytorch import (from_pytorch_state_dict, pytorch_state_dict, to_pytorch_attn_mask,
-                      to_pytorch_key_padding_mask)
+from .pytorch import (
+    from_pytorch_state_dict,
+    pytorch_state_dict,
+    to_pytorch_attn_mask,
+    to_pytorch_key_padding_mask,
+)
 from .shapes import check_shape, head_width, kv_group_size
 
 __version__ = "0.1.0"

@@ -100,22 +100,40 @@ def mha_forward(x, w_q, w_k, w_v, w_o, num_heads, mask=None, head_mask=None):
     head_width(d_model, num_heads)
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
         if np.shape(w) != (d_model, d_model):
-            raise ValueError(f"{name} has shape {_fmt(np.shape(w))}, expected (d_model, d_model) = "
-                             f"({d_model}, {d_model})")
+            raise ValueError(
+                f"{name} has shape {_fmt(np.shape(w))}, expected (d_model, d_model) = "
+                f"({d_model}, {d_model})"
+            )
     qh = split_heads(x @ w_q, num_heads)  # (..., h, n, d_head)
     kh = split_heads(x @ w_k, num_heads)  # (..., h, n, d_head)
     vh = split_heads(x @ w_v, num_heads)  # (..., h, n, d_head)
-    out, weights = scaled_dot_product_attention(qh, kh, vh, mask)  # (..., h, n, d_head), (..., h, n, n)
+    out, weights = scaled_dot_product_attention(
+        qh, kh, vh, mask
+    )  # (..., h, n, d_head), (..., h, n, n)
     if head_mask is not None:
         head_mask = np.asarray(head_mask, dtype=x.dtype)
         if head_mask.shape != (num_heads,):
-            raise ValueError(f"head_mask has shape {_fmt(head_mask.shape)}, expected (h,) = "
-                             f"({num_heads},): one 0/1 switch per head")
+            raise ValueError(
+                f"head_mask has shape {_fmt(head_mask.shape)}, expected (h,) = "
+                f"({num_heads},): one 0/1 switch per head"
+            )
         out = out * head_mask[:, None, None]  # (..., h, n, d_head)
     concat = merge_heads(out)  # (..., n, d_model)
     y = concat @ w_o  # (..., n, d_model)
-    cache = {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "q": qh, "k": kh, "v": vh,
-             "weights": weights, "concat": concat, "head_mask": head_mask, "num_heads": num_heads}
+    cache = {
+        "x": x,
+        "w_q": w_q,
+        "w_k": w_k,
+        "w_v": w_v,
+        "w_o": w_o,
+        "q": qh,
+        "k": kh,
+        "v": vh,
+        "weights": weights,
+        "concat": concat,
+        "head_mask": head_mask,
+        "num_heads": num_heads,
+    }
     return y, cache
 
 
@@ -145,11 +163,17 @@ def mha_backward(d_y, cache):
     d_out = split_heads(d_concat, h)  # (..., h, n, d_head)
     if cache["head_mask"] is not None:
         d_out = d_out * cache["head_mask"][:, None, None]  # (..., h, n, d_head)
-    d_qh, d_kh, d_vh = attention_backward(cache["q"], cache["k"], cache["v"], cache["weights"], d_out)
+    d_qh, d_kh, d_vh = attention_backward(
+        cache["q"], cache["k"], cache["v"], cache["weights"], d_out
+    )
     d_q = merge_heads(d_qh)  # (..., n, d_model)
     d_k = merge_heads(d_kh)  # (..., n, d_model)
     d_v = merge_heads(d_vh)  # (..., n, d_model)
-    grads = {"w_q": _sum_outer(x, d_q), "w_k": _sum_outer(x, d_k), "w_v": _sum_outer(x, d_v),
-             "w_o": d_w_o}
+    grads = {
+        "w_q": _sum_outer(x, d_q),
+        "w_k": _sum_outer(x, d_k),
+        "w_v": _sum_outer(x, d_v),
+        "w_o": d_w_o,
+    }
     d_x = d_q @ cache["w_q"].T + d_k @ cache["w_k"].T + d_v @ cache["w_v"].T  # (..., n, d_model)
     return d_x, grads

@@ -45,11 +45,17 @@ def _cmd_execute(args) -> int:
         paths, exercises = [course.notebooks, course.solutions], course.exercises
     notebooks = find_notebooks(paths)
     for nb in notebooks:
-        if nb.resolve().parent.name == "exercises" and (exercises is None or nb.resolve().parent == exercises):
-            print(f"skipping {nb}: student notebooks are stored without outputs (mha-course release)")
+        if nb.resolve().parent.name == "exercises" and (
+            exercises is None or nb.resolve().parent == exercises
+        ):
+            print(
+                f"skipping {nb}: student notebooks are stored without outputs (mha-course release)"
+            )
             continue
         t = execute_notebook(nb, timeout=args.timeout)
-        print(f"executed {nb}  (kernel start {t['kernel_start']:.1f} s, cells {t['execute']:.1f} s)")
+        print(
+            f"executed {nb}  (kernel start {t['kernel_start']:.1f} s, cells {t['execute']:.1f} s)"
+        )
     return 0
 
 
@@ -68,8 +74,9 @@ def _cmd_release(args) -> int:
         except ReleaseError as exc:
             print(f"mha-course release: {exc}", file=sys.stderr)
             return 2
-        print(f"wrote the student copy to {args.student_copy}: "
-              + ", ".join(p.name for p in written))
+        print(
+            f"wrote the student copy to {args.student_copy}: " + ", ".join(p.name for p in written)
+        )
         return 0
     solutions = sorted(course.solutions.glob("*.ipynb"))
     if not solutions:
@@ -82,14 +89,18 @@ def _cmd_release(args) -> int:
             for p in changed:
                 print(f"  {p}")
             return 1
-        print(f"exercises/ and the self-check data are up to date with the {len(solutions)} "
-              f"solution notebooks in {course.solutions}")
+        print(
+            f"exercises/ and the self-check data are up to date with the {len(solutions)} "
+            f"solution notebooks in {course.solutions}"
+        )
         return 0
     for p in changed:
         print(f"wrote {p}")
     if not changed:
-        print(f"exercises/ and the self-check data were already up to date ({len(solutions)} "
-              "solution notebooks)")
+        print(
+            f"exercises/ and the self-check data were already up to date ({len(solutions)} "
+            "solution notebooks)"
+        )
     return 0
 
 
@@ -112,58 +123,99 @@ def _cmd_validate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mha-course", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="mha-course", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("execute", help="re-execute notebooks in fresh kernels and store them")
-    p.add_argument("paths", nargs="*", type=Path, help="notebooks or folders (default: notebooks/ solutions/)")
+    p.add_argument(
+        "paths", nargs="*", type=Path, help="notebooks or folders (default: notebooks/ solutions/)"
+    )
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
-    p.add_argument("--course", type=Path, help="the course folder (default: the one around the "
-                                               "current directory)")
+    p.add_argument(
+        "--course",
+        type=Path,
+        help="the course folder (default: the one around the current directory)",
+    )
     p.set_defaults(func=_cmd_execute)
 
     p = sub.add_parser("release", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only check that exercises/ is current")
-    p.add_argument("--student-copy", type=Path, metavar="DIR",
-                   help="write the folder students get (no solutions) into DIR (new or empty)")
-    p.add_argument("--course", type=Path, help="the course folder (default: the one around "
-                                               "the current directory)")
+    p.add_argument(
+        "--student-copy",
+        type=Path,
+        metavar="DIR",
+        help="write the folder students get (no solutions) into DIR (new or empty)",
+    )
+    p.add_argument(
+        "--course",
+        type=Path,
+        help="the course folder (default: the one around the current directory)",
+    )
     p.set_defaults(func=_cmd_release)
 
     p = sub.add_parser("check-solutions", help="grade the solutions; all must score full marks")
-    p.add_argument("--course", type=Path, help="the course folder (default: the one around the "
-                                               "current directory)")
+    p.add_argument(
+        "--course",
+        type=Path,
+        help="the course folder (default: the one around the current directory)",
+    )
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook")
     p.set_defaults(func=_cmd_check_solutions)
 
-    p = sub.add_parser("grade", help="grade submissions into a gradebook",
-                       description="Grade submissions (one folder per student, a Canvas or Moodle "
-                                   "bulk download, or a .zip of one) into a gradebook CSV. Exit 0 "
-                                   "when every row is ok, 1 when any is not, 2 for a usage error.")
-    p.add_argument("paths", nargs="*", type=Path,
-                   help="submission folders, notebooks or zips (none: only merge --manual)")
-    p.add_argument("--out", type=Path, required=True,
-                   help="gradebook CSV; if it exists, rows graded now replace theirs, others are kept")
-    p.add_argument("--feedback", type=Path,
-                   help="folder for feedback: DIR/<assignment>/<student>.md and .html")
+    p = sub.add_parser(
+        "grade",
+        help="grade submissions into a gradebook",
+        description="Grade submissions (one folder per student, a Canvas or Moodle "
+        "bulk download, or a .zip of one) into a gradebook CSV. Exit 0 "
+        "when every row is ok, 1 when any is not, 2 for a usage error.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        help="submission folders, notebooks or zips (none: only merge --manual)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="gradebook CSV; if it exists, rows graded now replace theirs, others are kept",
+    )
+    p.add_argument(
+        "--feedback", type=Path, help="folder for feedback: DIR/<assignment>/<student>.md and .html"
+    )
     p.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per notebook")
-    p.add_argument("--course", type=Path, help="the course folder (default: the one around the "
-                                               "current directory)")
+    p.add_argument(
+        "--course",
+        type=Path,
+        help="the course folder (default: the one around the current directory)",
+    )
     p.add_argument("--seed", type=int, help="seed of the hidden cases (default: a new one)")
-    p.add_argument("--manual", type=Path, metavar="SCORES.csv",
-                   help="written-answer points to merge: columns student, grade_id, points")
-    p.add_argument("--unsafe-no-sandbox", action="store_true",
-                   help="grade WITHOUT the operating-system sandbox (student code can then read "
-                        "and change your files); only for submissions you trust")
+    p.add_argument(
+        "--manual",
+        type=Path,
+        metavar="SCORES.csv",
+        help="written-answer points to merge: columns student, grade_id, points",
+    )
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="grade WITHOUT the operating-system sandbox (student code can then read "
+        "and change your files); only for submissions you trust",
+    )
     p.set_defaults(func=_cmd_grade)
 
-    p = sub.add_parser("validate", help="run an exercise as the grader will (for learners)",
-                       description="Run exercise notebooks as the grader will: a fresh process, "
-                                   "the released exercise with your answer cells and the cells you "
-                                   "added, and print each question's verdict on the public cases. "
-                                   "Exit 0 when everything passes.")
+    p = sub.add_parser(
+        "validate",
+        help="run an exercise as the grader will (for learners)",
+        description="Run exercise notebooks as the grader will: a fresh process, "
+        "the released exercise with your answer cells and the cells you "
+        "added, and print each question's verdict on the public cases. "
+        "Exit 0 when everything passes.",
+    )
     p.add_argument("notebooks", nargs="+", type=Path)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook")
     p.set_defaults(func=_cmd_validate)

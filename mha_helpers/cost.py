@@ -19,9 +19,17 @@ from dataclasses import dataclass
 
 from .shapes import head_width, kv_group_size, positive_int
 
-__all__ = ["attention_params", "attention_flops", "kv_cache_bytes", "format_bytes",
-           "decode_attention_cost", "decoder_params", "batch_where_cache_exceeds",
-           "ModelConfig", "MODEL_CONFIGS"]
+__all__ = [
+    "attention_params",
+    "attention_flops",
+    "kv_cache_bytes",
+    "format_bytes",
+    "decode_attention_cost",
+    "decoder_params",
+    "batch_where_cache_exceeds",
+    "ModelConfig",
+    "MODEL_CONFIGS",
+]
 
 
 def _heads(d_model, num_heads, num_kv_heads, d_head):
@@ -75,18 +83,29 @@ def kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len, bytes_per_element=
     >>> kv_cache_bytes(num_layers=32, num_kv_heads=8, d_head=128, seq_len=1)   # Llama 3 8B
     131072
     """
-    for value, name in ((num_layers, "num_layers"), (num_kv_heads, "num_kv_heads"),
-                        (d_head, "d_head"), (seq_len, "seq_len"), (batch, "batch")):
+    for value, name in (
+        (num_layers, "num_layers"),
+        (num_kv_heads, "num_kv_heads"),
+        (d_head, "d_head"),
+        (seq_len, "seq_len"),
+        (batch, "batch"),
+    ):
         positive_int(value, name)
-    if (isinstance(bytes_per_element, bool) or not isinstance(bytes_per_element, numbers.Real)
-            or not bytes_per_element > 0):
-        raise ValueError(f"bytes_per_element must be positive (2 for fp16), got {bytes_per_element!r}")
+    if (
+        isinstance(bytes_per_element, bool)
+        or not isinstance(bytes_per_element, numbers.Real)
+        or not bytes_per_element > 0
+    ):
+        raise ValueError(
+            f"bytes_per_element must be positive (2 for fp16), got {bytes_per_element!r}"
+        )
     total = 2 * num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
     return int(total) if float(total).is_integer() else total
 
 
-def decode_attention_cost(num_layers, num_heads, num_kv_heads, d_head, seq_len,
-                          bytes_per_element=2, batch=1) -> dict:
+def decode_attention_cost(
+    num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element=2, batch=1
+) -> dict:
     """What attention costs to generate ONE token per sequence with a KV cache of ``seq_len`` tokens.
 
     The new token's query, in every layer and every one of the h query heads, meets all
@@ -110,8 +129,12 @@ def decode_attention_cost(num_layers, num_heads, num_kv_heads, d_head, seq_len,
     >>> decode_attention_cost(80, 64, 8, 128, seq_len=4096)["intensity"]   # Llama 2 70B (GQA)
     8.0
     """
-    for value, name in ((num_layers, "num_layers"), (d_head, "d_head"), (seq_len, "seq_len"),
-                        (batch, "batch")):
+    for value, name in (
+        (num_layers, "num_layers"),
+        (d_head, "d_head"),
+        (seq_len, "seq_len"),
+        (batch, "batch"),
+    ):
         positive_int(value, name)
     h = positive_int(num_heads, "num_heads")
     g = positive_int(num_kv_heads, "num_kv_heads")
@@ -121,8 +144,17 @@ def decode_attention_cost(num_layers, num_heads, num_kv_heads, d_head, seq_len,
     return {"flops": flops, "bytes": read, "intensity": flops / read}
 
 
-def decoder_params(d_model, num_layers, num_heads, num_kv_heads, d_head, d_ff, vocab_size,
-                   gated_ffn=True, tied_embeddings=False) -> int:
+def decoder_params(
+    d_model,
+    num_layers,
+    num_heads,
+    num_kv_heads,
+    d_head,
+    d_ff,
+    vocab_size,
+    gated_ffn=True,
+    tied_embeddings=False,
+) -> int:
     """Parameters of a decoder-only transformer without biases, in the Llama layout.
 
     Per layer: attention (:func:`attention_params` with ``bias=False``), a feed-forward block
@@ -155,8 +187,10 @@ def batch_where_cache_exceeds(weight_bytes, cache_bytes_per_sequence) -> int:
     (3, 4)
     """
     if not weight_bytes > 0 or not cache_bytes_per_sequence > 0:
-        raise ValueError(f"weight_bytes and cache_bytes_per_sequence must be positive, got "
-                         f"{weight_bytes!r} and {cache_bytes_per_sequence!r}")
+        raise ValueError(
+            f"weight_bytes and cache_bytes_per_sequence must be positive, got "
+            f"{weight_bytes!r} and {cache_bytes_per_sequence!r}"
+        )
     return int(weight_bytes // cache_bytes_per_sequence) + 1
 
 
@@ -207,7 +241,8 @@ class ModelConfig:
             raise ValueError(
                 f"{self.name} is encoder-only: it reads the whole input at once and generates "
                 f"nothing token by token, so it keeps no KV cache. Only decoders (decoder-only "
-                f"models, and the decoder of an encoder-decoder model) have one.")
+                f"models, and the decoder of an encoder-decoder model) have one."
+            )
 
     def kv_cache_bytes_per_token(self, bytes_per_element=2) -> int:
         """Cache bytes added per generated token (one sequence, all layers).
@@ -224,7 +259,9 @@ class ModelConfig:
         number of cached positions (Mistral 7B keeps a rolling buffer of 4096)."""
         seq_len = positive_int(seq_len, "seq_len")
         kept = seq_len if self.sliding_window is None else min(seq_len, self.sliding_window)
-        return self.kv_cache_bytes_per_token(bytes_per_element) * kept * positive_int(batch, "batch")
+        return (
+            self.kv_cache_bytes_per_token(bytes_per_element) * kept * positive_int(batch, "batch")
+        )
 
 
 def _cfg(*args, **kw):
@@ -234,33 +271,128 @@ def _cfg(*args, **kw):
 
 # Source: shared/reference/mha_facts.md ("Real model configurations"), which names each
 # model's primary source; the `source` field repeats it so a lesson can cite it.
-MODEL_CONFIGS: dict[str, ModelConfig] = dict([
-    _cfg("Transformer base", 512, 6, 8, 8, 64, None, "MHA", "Vaswani et al. 2017, §3.2.2, Table 3", "6+6",
-         encoder_decoder=True),
-    _cfg("Transformer big", 1024, 6, 16, 16, 64, None, "MHA", "Vaswani et al. 2017, Table 3", "6+6",
-         encoder_decoder=True),
-    _cfg("BERT-base", 768, 12, 12, 12, 64, 512, "MHA", "google-research/bert, uncased_L-12_H-768_A-12",
-         encoder_only=True),
-    _cfg("BERT-large", 1024, 24, 16, 16, 64, 512, "MHA", "google-research/bert, uncased_L-24_H-1024_A-16",
-         encoder_only=True),
-    _cfg("GPT-2 small", 768, 12, 12, 12, 64, 1024, "MHA", "nanoGPT model.py config_args"),
-    _cfg("GPT-2 medium", 1024, 24, 16, 16, 64, 1024, "MHA", "nanoGPT model.py config_args"),
-    _cfg("GPT-2 large", 1280, 36, 20, 20, 64, 1024, "MHA", "nanoGPT model.py config_args"),
-    _cfg("GPT-2 XL", 1600, 48, 25, 25, 64, 1024, "MHA", "nanoGPT model.py config_args"),
-    _cfg("GPT-3 175B", 12288, 96, 96, 96, 128, 2048, "MHA", "Brown et al. 2020, Table 2.1"),
-    _cfg("T5-base", 768, 12, 12, 12, 64, 512, "MHA", "Raffel et al. 2020, §3.1", "12+12",
-         encoder_decoder=True),
-    _cfg("ViT-B/16", 768, 12, 12, 12, 64, 197, "MHA", "google-research/vision_transformer configs",
-         encoder_only=True),
-    _cfg("Llama 2 7B", 4096, 32, 32, 32, 128, 4096, "MHA", "Llama 2 model card"),
-    _cfg("Llama 2 70B", 8192, 80, 64, 8, 128, 4096, "GQA", "Llama 2 model card / config"),
-    _cfg("Llama 3 8B", 4096, 32, 32, 8, 128, 8192, "GQA", "Meta-Llama-3-8B params.json"),
-    _cfg("Llama 3 70B", 8192, 80, 64, 8, 128, 8192, "GQA", "Meta-Llama-3-70B params.json"),
-    _cfg("Mistral 7B", 4096, 32, 32, 8, 128, 8192, "GQA", "Jiang et al. 2023, Table 1 (sliding window 4096)",
-         sliding_window=4096),
-    _cfg("Falcon-7B", 4544, 32, 71, 1, 64, 2048, "MQA", "transformers FalconConfig (multi_query=True)"),
-    _cfg("PaLM 540B", 18432, 118, 48, 1, 256, 2048, "MQA", "Chowdhery et al. 2022, Table 1"),
-    _cfg("Gemma 2B", 2048, 18, 8, 1, 256, 8192, "MQA", "google/gemma_pytorch config.py"),
-    _cfg("DeepSeek-V2", 5120, 60, 128, None, 128, 128 * 1024, "MLA",
-         "DeepSeek-V2 report §3.1.2 (d_c = 512, + 64 RoPE dims)", kv_latent_dim=512 + 64),
-])
+MODEL_CONFIGS: dict[str, ModelConfig] = dict(
+    [
+        _cfg(
+            "Transformer base",
+            512,
+            6,
+            8,
+            8,
+            64,
+            None,
+            "MHA",
+            "Vaswani et al. 2017, §3.2.2, Table 3",
+            "6+6",
+            encoder_decoder=True,
+        ),
+        _cfg(
+            "Transformer big",
+            1024,
+            6,
+            16,
+            16,
+            64,
+            None,
+            "MHA",
+            "Vaswani et al. 2017, Table 3",
+            "6+6",
+            encoder_decoder=True,
+        ),
+        _cfg(
+            "BERT-base",
+            768,
+            12,
+            12,
+            12,
+            64,
+            512,
+            "MHA",
+            "google-research/bert, uncased_L-12_H-768_A-12",
+            encoder_only=True,
+        ),
+        _cfg(
+            "BERT-large",
+            1024,
+            24,
+            16,
+            16,
+            64,
+            512,
+            "MHA",
+            "google-research/bert, uncased_L-24_H-1024_A-16",
+            encoder_only=True,
+        ),
+        _cfg("GPT-2 small", 768, 12, 12, 12, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+        _cfg("GPT-2 medium", 1024, 24, 16, 16, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+        _cfg("GPT-2 large", 1280, 36, 20, 20, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+        _cfg("GPT-2 XL", 1600, 48, 25, 25, 64, 1024, "MHA", "nanoGPT model.py config_args"),
+        _cfg("GPT-3 175B", 12288, 96, 96, 96, 128, 2048, "MHA", "Brown et al. 2020, Table 2.1"),
+        _cfg(
+            "T5-base",
+            768,
+            12,
+            12,
+            12,
+            64,
+            512,
+            "MHA",
+            "Raffel et al. 2020, §3.1",
+            "12+12",
+            encoder_decoder=True,
+        ),
+        _cfg(
+            "ViT-B/16",
+            768,
+            12,
+            12,
+            12,
+            64,
+            197,
+            "MHA",
+            "google-research/vision_transformer configs",
+            encoder_only=True,
+        ),
+        _cfg("Llama 2 7B", 4096, 32, 32, 32, 128, 4096, "MHA", "Llama 2 model card"),
+        _cfg("Llama 2 70B", 8192, 80, 64, 8, 128, 4096, "GQA", "Llama 2 model card / config"),
+        _cfg("Llama 3 8B", 4096, 32, 32, 8, 128, 8192, "GQA", "Meta-Llama-3-8B params.json"),
+        _cfg("Llama 3 70B", 8192, 80, 64, 8, 128, 8192, "GQA", "Meta-Llama-3-70B params.json"),
+        _cfg(
+            "Mistral 7B",
+            4096,
+            32,
+            32,
+            8,
+            128,
+            8192,
+            "GQA",
+            "Jiang et al. 2023, Table 1 (sliding window 4096)",
+            sliding_window=4096,
+        ),
+        _cfg(
+            "Falcon-7B",
+            4544,
+            32,
+            71,
+            1,
+            64,
+            2048,
+            "MQA",
+            "transformers FalconConfig (multi_query=True)",
+        ),
+        _cfg("PaLM 540B", 18432, 118, 48, 1, 256, 2048, "MQA", "Chowdhery et al. 2022, Table 1"),
+        _cfg("Gemma 2B", 2048, 18, 8, 1, 256, 8192, "MQA", "google/gemma_pytorch config.py"),
+        _cfg(
+            "DeepSeek-V2",
+            5120,
+            60,
+            128,
+            None,
+            128,
+            128 * 1024,
+            "MLA",
+            "DeepSeek-V2 report §3.1.2 (d_c = 512, + 64 RoPE dims)",
+            kv_latent_dim=512 + 64,
+        ),
+    ]
+)

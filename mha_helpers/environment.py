@@ -85,23 +85,31 @@ def environment_report() -> str:
     The last line names the front end and what the course needs from it.
     """
     ok = sys.version_info >= (3, 10)
-    lines = [f"Python {platform.python_version()}: {'ok' if ok else 'too old, the course needs 3.10+'}"]
+    lines = [
+        f"Python {platform.python_version()}: {'ok' if ok else 'too old, the course needs 3.10+'}"
+    ]
     for name, floor in REQUIRED.items():
         version = _version(name)
         if version is None:
-            lines.append(f"{name}: MISSING ({_WHAT_FOR[name]}). Install the course: {install_command()}")
+            lines.append(
+                f"{name}: MISSING ({_WHAT_FOR[name]}). Install the course: {install_command()}"
+            )
             continue
         good = _version_tuple(version) >= _version_tuple(floor)
-        lines.append(f"{name} {version}: {'ok' if good else f'too old, the course needs {floor}+'}"
-                     f" ({_WHAT_FOR[name]})")
+        lines.append(
+            f"{name} {version}: {'ok' if good else f'too old, the course needs {floor}+'}"
+            f" ({_WHAT_FOR[name]})"
+        )
     course = _version("mha-course")
     lines.append(f"mha_helpers {course or '(from the course folder)'}: ok (the course's package)")
     where = front_end()
     lab = _version("jupyterlab")
     if where.startswith("a Jupyter server") and lab:
         where += f"; JupyterLab {lab} is installed here"
-    lines.append(f"Front end: {where}. The sliders need one that shows Jupyter widgets: the next "
-                 "cell checks.")
+    lines.append(
+        f"Front end: {where}. The sliders need one that shows Jupyter widgets: the next "
+        "cell checks."
+    )
     return "\n".join(lines)
 
 
@@ -136,7 +144,9 @@ class _WidgetCheck:
             _last_check.close()
         self.widget = _last_check = widgets.HTML(
             value="<b style='color:#1a7f37'>&#10003; Widgets work here: the lessons' sliders "
-                  "will respond.</b>", model_id=CHECK_MODEL_ID)
+            "will respond.</b>",
+            model_id=CHECK_MODEL_ID,
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
@@ -146,8 +156,11 @@ class _WidgetCheck:
     def _ipython_display_(self, **kwargs):
         from IPython.display import display
 
-        display(self._repr_mimebundle_(), raw=True,
-                metadata={"mha_course": {"offline_html": self.OFFLINE}})
+        display(
+            self._repr_mimebundle_(),
+            raw=True,
+            metadata={"mha_course": {"offline_html": self.OFFLINE}},
+        )
 
 
 def widget_check():

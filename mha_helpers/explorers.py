@@ -59,8 +59,12 @@ MAX_HEADS_SHOWN = 8
 
 KV_D_HEADS = (32, 64, 80, 96, 128, 256)
 KV_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
-KV_DTYPES = (("fp32 (4 bytes)", 4), ("fp16 / bf16 (2 bytes)", 2), ("int8 / fp8 (1 byte)", 1),
-             ("int4 (0.5 bytes)", 0.5))
+KV_DTYPES = (
+    ("fp32 (4 bytes)", 4),
+    ("fp16 / bf16 (2 bytes)", 2),
+    ("int8 / fp8 (1 byte)", 1),
+    ("int4 (0.5 bytes)", 0.5),
+)
 KV_MAX_HEADS = 128
 KV_MAX_LAYERS = 128
 
@@ -76,6 +80,7 @@ _MUTED = "#666666"
 # ---------------------------------------------------------------------------------------------
 # Small formatting helpers
 # ---------------------------------------------------------------------------------------------
+
 
 def _int(n) -> str:
     """``2362368 -> '2,362,368'``."""
@@ -124,8 +129,12 @@ def _cividis_lut() -> tuple[tuple[str, str], ...]:
     for i in range(256):
         r, g, b, _ = cmap(i / 255)
         luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
-        out.append((f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}",
-                    "#000000" if luminance > 0.45 else "#ffffff"))
+        out.append(
+            (
+                f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}",
+                "#000000" if luminance > 0.45 else "#ffffff",
+            )
+        )
     return tuple(out)
 
 
@@ -140,6 +149,7 @@ def _esc(text) -> str:
 # ---------------------------------------------------------------------------------------------
 # 1. Shape explorer: d_model, h, n -> d_head, shapes, counts, per-head heatmaps
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ShapeStep:
@@ -199,11 +209,14 @@ def _not_divisible_message(d_model: int, h: int) -> str:
     step = D_MODEL_STEP * h // math.gcd(D_MODEL_STEP, h)  # multiples of h that the slider can reach
     below = d_model // step * step
     multiples = [m for m in (below, below + step) if D_MODEL_MIN <= m <= D_MODEL_MAX]
-    change_d = (f" or set d_model to a multiple of {h} such as {_join_or(multiples)}"
-                if multiples else "")
-    return (f"d_model = {d_model} is not divisible by h = {h}: the {h} heads cannot share "
-            f"{d_model} features equally ({d_model} / {h} is not a whole number). "
-            f"To fix it, set h to a divisor of {d_model} ({_join_or(fits)}){change_d}.")
+    change_d = (
+        f" or set d_model to a multiple of {h} such as {_join_or(multiples)}" if multiples else ""
+    )
+    return (
+        f"d_model = {d_model} is not divisible by h = {h}: the {h} heads cannot share "
+        f"{d_model} features equally ({d_model} / {h} is not a whole number). "
+        f"To fix it, set h to a divisor of {d_model} ({_join_or(fits)}){change_d}."
+    )
 
 
 def shape_view(d_model: int, h: int, n: int) -> ShapeView:
@@ -221,16 +234,36 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
     """
     d_model, h, n = int(d_model), int(h), int(n)
     if not (1 <= n <= N_MAX):
-        return ShapeView(d_model, h, n, False, None, "d_head = ?",
-                         f"n = {n} tokens is outside the example sentence: choose n from 1 to {N_MAX}.")
+        return ShapeView(
+            d_model,
+            h,
+            n,
+            False,
+            None,
+            "d_head = ?",
+            f"n = {n} tokens is outside the example sentence: choose n from 1 to {N_MAX}.",
+        )
     if not (1 <= d_model <= D_MODEL_MAX) or h < 1:
-        return ShapeView(d_model, h, n, False, None, "d_head = ?",
-                         f"d_model must be between 1 and {D_MODEL_MAX} and h at least 1; "
-                         f"got d_model = {d_model}, h = {h}.")
+        return ShapeView(
+            d_model,
+            h,
+            n,
+            False,
+            None,
+            "d_head = ?",
+            f"d_model must be between 1 and {D_MODEL_MAX} and h at least 1; "
+            f"got d_model = {d_model}, h = {h}.",
+        )
     if d_model % h:
-        return ShapeView(d_model, h, n, False, None,
-                         f"d_head = {d_model} / {h} is not a whole number",
-                         _not_divisible_message(d_model, h))
+        return ShapeView(
+            d_model,
+            h,
+            n,
+            False,
+            None,
+            f"d_head = {d_model} / {h} is not a whole number",
+            _not_divisible_message(d_model, h),
+        )
 
     d_head = d_model // h
     x_all, *w_all = _example_weights()
@@ -241,7 +274,11 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
     x = x_all[:n, :d_model]  # (n, d_model)
     w_q, w_k, w_v, w_o = (w[:d_model, :d_model] for w in w_all)  # (d_model, d_model) each
 
-    q, k, v = _project(x, w_q, scale), _project(x, w_k, scale), _project(x, w_v, scale)  # (n, d_model)
+    q, k, v = (
+        _project(x, w_q, scale),
+        _project(x, w_k, scale),
+        _project(x, w_v, scale),
+    )  # (n, d_model)
     qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, d_head)
     scores = qh @ kh.swapaxes(-1, -2) / np.sqrt(d_head)  # (h, n, n), shown as a shape only
     out_h, weights = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_head), (h, n, n)
@@ -252,65 +289,113 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
         ShapeStep("input: one row per token", "x", "(n, d_model)", x.shape),
         ShapeStep("weights W_Q, W_K, W_V, W_O (each)", "w_q", "(d_model, d_model)", w_q.shape),
         ShapeStep("project: Q = x W_Q (same for K, V)", "q = x @ w_q", "(n, d_model)", q.shape),
-        ShapeStep("split into heads (Q, K, V each)", "split_heads(q, h)", "(h, n, d_head)", qh.shape),
-        ShapeStep("scores per head: Q_i K_i^T / sqrt(d_head)", "qh @ kh.swapaxes(-1, -2)",
-                  "(h, n, n)", scores.shape),
-        ShapeStep("weights per head: softmax over keys", "softmax(scores)", "(h, n, n)", weights.shape),
+        ShapeStep(
+            "split into heads (Q, K, V each)", "split_heads(q, h)", "(h, n, d_head)", qh.shape
+        ),
+        ShapeStep(
+            "scores per head: Q_i K_i^T / sqrt(d_head)",
+            "qh @ kh.swapaxes(-1, -2)",
+            "(h, n, n)",
+            scores.shape,
+        ),
+        ShapeStep(
+            "weights per head: softmax over keys", "softmax(scores)", "(h, n, n)", weights.shape
+        ),
         ShapeStep("outputs per head: weights V_i", "weights @ vh", "(h, n, d_head)", out_h.shape),
         ShapeStep("concatenate the heads", "merge_heads(out)", "(n, h * d_head)", concat.shape),
         ShapeStep("output projection: concat W_O", "concat @ w_o", "(n, d_model)", y.shape),
     )
     f = attention_flops(n, d_model, h)
-    flops = {"projections": f["projections"] + f["output_projection"],
-             "attention": f["scores"] + f["weighted_sum"], "total": f["total"]}
+    flops = {
+        "projections": f["projections"] + f["output_projection"],
+        "attention": f["scores"] + f["weighted_sum"],
+        "total": f["total"],
+    }
     shown = min(h, MAX_HEADS_SHOWN)
     note = "" if shown == h else f"showing heads 0-{shown - 1} of {h}"
-    return ShapeView(d_model, h, n, True, d_head, f"d_head = {d_head}", "", steps,
-                     attention_params(d_model, h), flops, TOKENS[:n], weights[:shown], note)
+    return ShapeView(
+        d_model,
+        h,
+        n,
+        True,
+        d_head,
+        f"d_head = {d_head}",
+        "",
+        steps,
+        attention_params(d_model, h),
+        flops,
+        TOKENS[:n],
+        weights[:shown],
+        note,
+    )
 
 
 def _heatmap_table(weights, tokens, title: str, swatch: str = "") -> str:
     """One head's (n, n) weights as an HTML table: rows = queries, columns = keys. ``swatch`` is
     the head's colour in the layer diagram, shown next to the title."""
-    cell = "width:34px;height:26px;text-align:center;padding:0;border:1px solid #ffffff;font-size:10px"
+    cell = (
+        "width:34px;height:26px;text-align:center;padding:0;border:1px solid #ffffff;font-size:10px"
+    )
     head = "padding:0 4px;font-size:11px;font-weight:normal;border:none"
-    rows = [f'<tr><td style="{head};text-align:right;color:{_MUTED}">query \u2193 key \u2192</td>'
-            + "".join(f'<th style="{head};text-align:center">{_esc(t)}</th>' for t in tokens) + "</tr>"]
+    rows = [
+        f'<tr><td style="{head};text-align:right;color:{_MUTED}">query \u2193 key \u2192</td>'
+        + "".join(f'<th style="{head};text-align:center">{_esc(t)}</th>' for t in tokens)
+        + "</tr>"
+    ]
     for i, qt in enumerate(tokens):
         tds = []
         for j, kt in enumerate(tokens):
             w = float(weights[i, j])
             bg, fg = _colour(w)
-            tds.append(f'<td style="{cell};background-color:{bg};color:{fg}" '
-                       f'title="{_esc(qt)} \u2192 {_esc(kt)}: {w:.2f}">{w:.2f}</td>')
+            tds.append(
+                f'<td style="{cell};background-color:{bg};color:{fg}" '
+                f'title="{_esc(qt)} \u2192 {_esc(kt)}: {w:.2f}">{w:.2f}</td>'
+            )
         rows.append(f'<tr><th style="{head};text-align:right">{_esc(qt)}</th>{"".join(tds)}</tr>')
-    mark = (f'<span style="display:inline-block;width:10px;height:10px;margin-right:4px;'
-            f'background-color:{swatch}"></span>' if swatch else "")
-    return (f'<div style="display:inline-block;vertical-align:top;margin:0 14px 10px 0">'
-            f'<div style="text-align:center;font-weight:bold;margin-bottom:2px">{mark}{_esc(title)}</div>'
-            f'<table style="border-collapse:collapse;border:none">{"".join(rows)}</table></div>')
+    mark = (
+        f'<span style="display:inline-block;width:10px;height:10px;margin-right:4px;'
+        f'background-color:{swatch}"></span>'
+        if swatch
+        else ""
+    )
+    return (
+        f'<div style="display:inline-block;vertical-align:top;margin:0 14px 10px 0">'
+        f'<div style="text-align:center;font-weight:bold;margin-bottom:2px">{mark}{_esc(title)}</div>'
+        f'<table style="border-collapse:collapse;border:none">{"".join(rows)}</table></div>'
+    )
 
 
 def _colour_legend() -> str:
-    stops = "".join(f'<span style="display:inline-block;width:16px;height:12px;'
-                    f'background-color:{_colour(v / 10)[0]}"></span>' for v in range(11))
-    return (f'<div style="font-size:11px;color:{_MUTED};margin:2px 0 6px 0">weight '
-            f'0 {stops} 1 (cividis; each row sums to 1)</div>')
+    stops = "".join(
+        f'<span style="display:inline-block;width:16px;height:12px;'
+        f'background-color:{_colour(v / 10)[0]}"></span>'
+        for v in range(11)
+    )
+    return (
+        f'<div style="font-size:11px;color:{_MUTED};margin:2px 0 6px 0">weight '
+        f"0 {stops} 1 (cividis; each row sums to 1)</div>"
+    )
 
 
 def render_heatmaps_html(view: ShapeView) -> str:
     """The grid of per-head attention heatmaps (with title, token labels and colour scale)."""
     if not view.ok:
         return ""
-    heads = "".join(_heatmap_table(view.weights[i], view.tokens, f"head {i}", head_colour(i))
-                    for i in range(view.weights.shape[0]))
-    note = f' <span style="color:{_MUTED}">({_esc(view.heads_note)})</span>' if view.heads_note else ""
-    return (f'<div style="margin-top:6px;line-height:1.45"><div style="font-weight:bold">Attention weights per head '
-            f'for the example "{_esc(" ".join(view.tokens))}" (seeded weights){note}</div>'
-            f'{_colour_legend()}<div>{heads}</div>'
-            f'<div style="font-size:11px;color:{_MUTED}">Rows: the query token (attending); '
-            f'columns: the key token (attended to). Each head has its own pattern; the square by its '
-            f'name is its colour in the diagram above.</div></div>')
+    heads = "".join(
+        _heatmap_table(view.weights[i], view.tokens, f"head {i}", head_colour(i))
+        for i in range(view.weights.shape[0])
+    )
+    note = (
+        f' <span style="color:{_MUTED}">({_esc(view.heads_note)})</span>' if view.heads_note else ""
+    )
+    return (
+        f'<div style="margin-top:6px;line-height:1.45"><div style="font-weight:bold">Attention weights per head '
+        f'for the example "{_esc(" ".join(view.tokens))}" (seeded weights){note}</div>'
+        f"{_colour_legend()}<div>{heads}</div>"
+        f'<div style="font-size:11px;color:{_MUTED}">Rows: the query token (attending); '
+        f"columns: the key token (attended to). Each head has its own pattern; the square by its "
+        f"name is its colour in the diagram above.</div></div>"
+    )
 
 
 def render_diagram_html(view: ShapeView) -> str:
@@ -320,8 +405,10 @@ def render_diagram_html(view: ShapeView) -> str:
     the same one the lessons draw with matplotlib."""
     if not view.ok:
         return ""
-    return (f'<div class="mha-layer-diagram" style="margin:6px 0">'
-            f'{layer_diagram_svg(view.d_model, view.h, view.n)}</div>')
+    return (
+        f'<div class="mha-layer-diagram" style="margin:6px 0">'
+        f"{layer_diagram_svg(view.d_model, view.h, view.n)}</div>"
+    )
 
 
 _BOX = '<div style="line-height:1.45">'
@@ -329,17 +416,25 @@ _BOX = '<div style="line-height:1.45">'
 
 def render_d_head_html(view: ShapeView) -> str:
     colour = "inherit" if view.ok else "#b00020"
-    detail = (f' <span style="font-weight:normal;color:{_MUTED}">= d_model / h = '
-              f'{view.d_model} / {view.h}</span>' if view.ok else "")
-    return (f'<div style="font-size:1.25em;font-weight:bold;line-height:1.6;color:{colour}" class="mha-d-head">'
-            f'{_esc(view.d_head_text)}{detail}</div>')
+    detail = (
+        f' <span style="font-weight:normal;color:{_MUTED}">= d_model / h = '
+        f"{view.d_model} / {view.h}</span>"
+        if view.ok
+        else ""
+    )
+    return (
+        f'<div style="font-size:1.25em;font-weight:bold;line-height:1.6;color:{colour}" class="mha-d-head">'
+        f"{_esc(view.d_head_text)}{detail}</div>"
+    )
 
 
 def render_message_html(message: str) -> str:
     if not message:
         return ""
-    return (f'<div class="mha-message" style="border-left:4px solid #b00020;padding:6px 10px;'
-            f'margin:4px 0;line-height:1.45;background-color:#fdecea;color:#5f0010">{_esc(message)}</div>')
+    return (
+        f'<div class="mha-message" style="border-left:4px solid #b00020;padding:6px 10px;'
+        f'margin:4px 0;line-height:1.45;background-color:#fdecea;color:#5f0010">{_esc(message)}</div>'
+    )
 
 
 def render_shape_body_html(view: ShapeView) -> str:
@@ -351,7 +446,8 @@ def render_shape_body_html(view: ShapeView) -> str:
         f'<tr><td style="{td}">{_esc(s.step)}</td><td style="{td}"><code>{_esc(s.code)}</code></td>'
         f'<td style="{td}"><code>{_esc(s.symbolic)}</code></td>'
         f'<td style="{td};font-weight:bold"><code>{_shape(s.shape)}</code></td></tr>'
-        for s in view.steps)
+        for s in view.steps
+    )
     header = "".join(f'<th style="{td}">{t}</th>' for t in ("step", "code", "shape", "here"))
     d = view.d_model
     f = view.flops
@@ -359,29 +455,42 @@ def render_shape_body_html(view: ShapeView) -> str:
     share_text = f"{share:.0%}" if share >= 0.095 else f"{share:.1%}"
     counts = (
         f'<div style="margin-top:6px"><b>Parameters of the layer:</b> {_count(view.params)} '
-        f'= 4 d_model\u00b2 + 4 d_model = 4\u00b7{d}\u00b2 + 4\u00b7{d} '
+        f"= 4 d_model\u00b2 + 4 d_model = 4\u00b7{d}\u00b2 + 4\u00b7{d} "
         f'<span style="color:{_MUTED}">(weights and biases; the same for every h that divides '
-        f'd_model)</span></div>'
-        f'<div><b>FLOPs for n = {view.n} tokens:</b> projections (Q, K, V and W_O) '
-        f'{_count(f["projections"])}; attention (scores and weighted sums) '
-        f'{_count(f["attention"])}; total {_count(f["total"])} '
-        f'<span style="color:{_MUTED}">(attention is {share_text} of the total)</span></div>')
-    return (f'{_BOX}<table style="border-collapse:collapse;margin-top:4px"><tr>{header}</tr>{rows}'
-            f'</table>{counts}</div>')
+        f"d_model)</span></div>"
+        f"<div><b>FLOPs for n = {view.n} tokens:</b> projections (Q, K, V and W_O) "
+        f"{_count(f['projections'])}; attention (scores and weighted sums) "
+        f"{_count(f['attention'])}; total {_count(f['total'])} "
+        f'<span style="color:{_MUTED}">(attention is {share_text} of the total)</span></div>'
+    )
+    return (
+        f'{_BOX}<table style="border-collapse:collapse;margin-top:4px"><tr>{header}</tr>{rows}'
+        f"</table>{counts}</div>"
+    )
 
 
 def render_shape_html(view: ShapeView) -> str:
     """The whole shape explorer output as one HTML fragment (the static rendering)."""
-    settings = (f'<div style="color:{_MUTED};line-height:1.45">Shape explorer at d_model = {view.d_model}, '
-                f'h = {view.h}, n = {view.n}.</div>')
-    return ("<div>" + settings + render_d_head_html(view) + render_message_html(view.message)
-            + render_diagram_html(view) + render_shape_body_html(view) + render_heatmaps_html(view)
-            + "</div>")
+    settings = (
+        f'<div style="color:{_MUTED};line-height:1.45">Shape explorer at d_model = {view.d_model}, '
+        f"h = {view.h}, n = {view.n}.</div>"
+    )
+    return (
+        "<div>"
+        + settings
+        + render_d_head_html(view)
+        + render_message_html(view.message)
+        + render_diagram_html(view)
+        + render_shape_body_html(view)
+        + render_heatmaps_html(view)
+        + "</div>"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # 2. KV-cache explorer: layers, heads, KV heads, d_head, context, bytes -> cache sizes
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ModelCacheRow:
@@ -471,8 +580,11 @@ def matching_models(num_layers: int, num_heads: int, num_kv_heads: int, d_head: 
     ()
     """
     settings = (num_layers, num_heads, num_kv_heads, d_head)
-    return tuple(c.name for c in menu_models()
-                 if (c.num_layers, c.num_heads, c.num_kv_heads, c.d_head) == settings)
+    return tuple(
+        c.name
+        for c in menu_models()
+        if (c.num_layers, c.num_heads, c.num_kv_heads, c.d_head) == settings
+    )
 
 
 def menu_choice(matches: tuple, current: str = "") -> str:
@@ -511,15 +623,33 @@ def _model_rows(seq_len: int, bytes_per_element, yours_per_token=None) -> tuple:
     for cfg in cache_models():
         per_token = cfg.kv_cache_bytes_per_token(bytes_per_element)
         compared = "" if yours_per_token is None else compared_text(per_token, yours_per_token)
-        rows.append(ModelCacheRow(cfg.name, _label(cfg), cfg.kind, cfg.num_layers, cfg.num_heads,
-                                  cfg.num_kv_heads, cfg.d_head, per_token,
-                                  cfg.cache_bytes(seq_len, bytes_per_element), cfg.source,
-                                  cfg.context, compared))
+        rows.append(
+            ModelCacheRow(
+                cfg.name,
+                _label(cfg),
+                cfg.kind,
+                cfg.num_layers,
+                cfg.num_heads,
+                cfg.num_kv_heads,
+                cfg.d_head,
+                per_token,
+                cfg.cache_bytes(seq_len, bytes_per_element),
+                cfg.source,
+                cfg.context,
+                compared,
+            )
+        )
     return tuple(rows)
 
 
-def kv_cache_view(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int = 8,
-                  d_head: int = 128, seq_len: int = 4096, bytes_per_element: float = 2) -> KVCacheView:
+def kv_cache_view(
+    num_layers: int = 80,
+    num_heads: int = 64,
+    num_kv_heads: int = 8,
+    d_head: int = 128,
+    seq_len: int = 4096,
+    bytes_per_element: float = 2,
+) -> KVCacheView:
     """What the KV-cache explorer shows (pure). Sizes come from :func:`kv_cache_bytes`.
 
     >>> v = kv_cache_view(80, 64, 8, 128, 4096, 2)   # Llama 2 70B in fp16
@@ -528,21 +658,38 @@ def kv_cache_view(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int =
     >>> kv_cache_view(80, 64, 6, 128, 4096, 2).ok
     False
     """
-    args = (int(num_layers), int(num_heads), int(num_kv_heads), int(d_head), int(seq_len),
-            bytes_per_element)
+    args = (
+        int(num_layers),
+        int(num_heads),
+        int(num_kv_heads),
+        int(d_head),
+        int(seq_len),
+        bytes_per_element,
+    )
     L, h, g, d_h, n, b = args
     matches = matching_models(L, h, g, d_h)
     if min(L, h, g, d_h, n) < 1 or not b > 0:
-        return KVCacheView(*args, ok=False, models=(), matches=matches,
-                           message="Every count must be at least 1 and bytes per element positive.")
+        return KVCacheView(
+            *args,
+            ok=False,
+            models=(),
+            matches=matches,
+            message="Every count must be at least 1 and bytes per element positive.",
+        )
     if h % g:
         fits = _divisors(h, KV_MAX_HEADS)
         return KVCacheView(
-            *args, ok=False, models=_model_rows(n, b), matches=matches,
-            message=(f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
-                     f"a group of the same number of query heads (query heads / KV heads must be a "
-                     f"whole number). To fix it, set the KV heads to a divisor of {h} "
-                     f"({_join_or(fits)})."))
+            *args,
+            ok=False,
+            models=_model_rows(n, b),
+            matches=matches,
+            message=(
+                f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
+                f"a group of the same number of query heads (query heads / KV heads must be a "
+                f"whole number). To fix it, set the KV heads to a divisor of {h} "
+                f"({_join_or(fits)})."
+            ),
+        )
     per_token = kv_cache_bytes(L, g, d_h, 1, b)
     per_sequence = kv_cache_bytes(L, g, d_h, n, b)
     models = _model_rows(n, b, per_token)
@@ -555,47 +702,81 @@ def kv_cache_view(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int =
     else:
         kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
     b_text = f"{b:g} byte" + ("" if b == 1 else "s")
-    formula = (f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
-               f"{b_text} = {_int(per_token) if float(per_token).is_integer() else per_token} "
-               f"bytes per token")
-    return KVCacheView(*args, ok=True, message="", kind=kind, kind_text=kind_text,
-                       per_token=per_token, per_sequence=per_sequence,
-                       per_token_text=format_bytes(per_token), per_sequence_text=format_bytes(per_sequence),
-                       formula_text=formula, mha_per_sequence=mha, models=models, matches=matches)
+    formula = (
+        f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
+        f"{b_text} = {_int(per_token) if float(per_token).is_integer() else per_token} "
+        f"bytes per token"
+    )
+    return KVCacheView(
+        *args,
+        ok=True,
+        message="",
+        kind=kind,
+        kind_text=kind_text,
+        per_token=per_token,
+        per_sequence=per_sequence,
+        per_token_text=format_bytes(per_token),
+        per_sequence_text=format_bytes(per_sequence),
+        formula_text=formula,
+        mha_per_sequence=mha,
+        models=models,
+        matches=matches,
+    )
 
 
 def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:
     """The KV-cache explorer's output as HTML: your configuration, then the real models."""
     parts = [_BOX]
     if include_settings:
-        parts.append(f'<div style="color:{_MUTED}">KV-cache explorer at {view.num_layers} layers, '
-                     f'{view.num_heads} query heads, {view.num_kv_heads} KV heads, d_head = '
-                     f'{view.d_head}, {_int(view.seq_len)} tokens, {view.bytes_per_element:g} '
-                     f'bytes per element.</div>')
+        parts.append(
+            f'<div style="color:{_MUTED}">KV-cache explorer at {view.num_layers} layers, '
+            f"{view.num_heads} query heads, {view.num_kv_heads} KV heads, d_head = "
+            f"{view.d_head}, {_int(view.seq_len)} tokens, {view.bytes_per_element:g} "
+            f"bytes per element.</div>"
+        )
     if view.ok:
         saving = same = ""
         if view.matches:
             labels = [_label(MODEL_CONFIGS[name]) for name in view.matches]
-            same = (f'<div class="mha-kv-same">These are the layers and heads of '
-                    f'{_esc(_join_and(labels))}.</div>')
+            same = (
+                f'<div class="mha-kv-same">These are the layers and heads of '
+                f"{_esc(_join_and(labels))}.</div>"
+            )
         if view.kind != "MHA":
-            saving = (f'<div>With one KV head per query head (MHA) the cache would be '
-                      f'{format_bytes(view.mha_per_sequence)}: sharing makes it '
-                      f'{view.num_heads // view.num_kv_heads}\u00d7 smaller.</div>')
+            saving = (
+                f"<div>With one KV head per query head (MHA) the cache would be "
+                f"{format_bytes(view.mha_per_sequence)}: sharing makes it "
+                f"{view.num_heads // view.num_kv_heads}\u00d7 smaller.</div>"
+            )
         parts.append(
             f'<div style="font-size:1.15em;font-weight:bold" class="mha-kv-total">'
-            f'KV cache: {_esc(view.per_token_text)} per token, {_esc(view.per_sequence_text)} per '
-            f'sequence of {_int(view.seq_len)} tokens</div>'
-            f'<div>{_esc(view.kind_text)}.</div>'
+            f"KV cache: {_esc(view.per_token_text)} per token, {_esc(view.per_sequence_text)} per "
+            f"sequence of {_int(view.seq_len)} tokens</div>"
+            f"<div>{_esc(view.kind_text)}.</div>"
             f'<div style="color:{_MUTED}">{_esc(view.formula_text)}; multiply by the number of '
-            f'tokens and by the batch size.</div>{saving}{same}')
+            f"tokens and by the batch size.</div>{saving}{same}"
+        )
     else:
         parts.append(render_message_html(view.message))
     td = "padding:2px 8px;border:none;text-align:right"
     tl = "padding:2px 8px;border:none;text-align:left"
-    header = "".join(f'<th style="{tl if i < 2 else td}">{t}</th>' for i, t in enumerate(
-        ("model", "type", "layers", "query heads", "KV heads", "d_head", "context", "per token",
-         f"{_int(view.seq_len)} tokens", "per token, compared with yours")))
+    header = "".join(
+        f'<th style="{tl if i < 2 else td}">{t}</th>'
+        for i, t in enumerate(
+            (
+                "model",
+                "type",
+                "layers",
+                "query heads",
+                "KV heads",
+                "d_head",
+                "context",
+                "per token",
+                f"{_int(view.seq_len)} tokens",
+                "per token, compared with yours",
+            )
+        )
+    )
     body = []
     if view.ok:
         body.append(
@@ -603,7 +784,8 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
             f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
             f'{view.num_heads}</td><td style="{td}">{view.num_kv_heads}</td><td style="{td}">'
             f'{view.d_head}</td><td style="{td}"></td><td style="{td}">{view.per_token_text}</td>'
-            f'<td style="{td}">{view.per_sequence_text}</td><td style="{td}"></td></tr>')
+            f'<td style="{td}">{view.per_sequence_text}</td><td style="{td}"></td></tr>'
+        )
     beyond = False
     for r in view.models:
         kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
@@ -617,22 +799,25 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
             f'<td style="{td}">{"" if r.context is None else _int(r.context)}</td>'
             f'<td style="{td}">{format_bytes(r.per_token)}</td>'
             f'<td style="{td}">{format_bytes(r.per_sequence)}{mark}</td>'
-            f'<td style="{td}">{r.compared}</td></tr>')
-    footnote = (" * longer than the model's context: it cannot use that many tokens."
-                if beyond else "")
+            f'<td style="{td}">{r.compared}</td></tr>'
+        )
+    footnote = (
+        " * longer than the model's context: it cannot use that many tokens." if beyond else ""
+    )
     enc_dec = [c.name for c in MODEL_CONFIGS.values() if c.encoder_decoder]
     enc_only = [c.name for c in MODEL_CONFIGS.values() if c.encoder_only]
     parts.append(
         f'<div style="margin-top:8px;font-weight:bold">Real models at the same context length and '
-        f'bytes per element</div>'
+        f"bytes per element</div>"
         f'<table style="border-collapse:collapse"><tr>{header}</tr>{"".join(body)}</table>'
         f'<div style="font-size:11px;color:{_MUTED}">Configurations from mha_helpers.MODEL_CONFIGS '
-        f'(hover a name for its primary source). Only models that generate token by token keep a KV '
-        f'cache. For the encoder-decoder models ({_esc(_join_and(enc_dec))}) the cache and the '
-        f'layers counted are the decoder\'s; encoder-only models ({_esc(_join_and(enc_only))}) '
-        f'read the whole input at once and keep no cache, so they are not listed. DeepSeek-V2 '
-        f'caches a compressed latent instead of K and V heads; Mistral 7B\'s rolling buffer caps '
-        f'its cache at 4,096 positions.{footnote}</div>')
+        f"(hover a name for its primary source). Only models that generate token by token keep a KV "
+        f"cache. For the encoder-decoder models ({_esc(_join_and(enc_dec))}) the cache and the "
+        f"layers counted are the decoder's; encoder-only models ({_esc(_join_and(enc_only))}) "
+        f"read the whole input at once and keep no cache, so they are not listed. DeepSeek-V2 "
+        f"caches a compressed latent instead of K and V heads; Mistral 7B's rolling buffer caps "
+        f"its cache at 4,096 positions.{footnote}</div>"
+    )
     parts.append("</div>")
     return "".join(parts)
 
@@ -640,6 +825,7 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
 # ---------------------------------------------------------------------------------------------
 # 3. Cost explorer: FLOPs and parameters versus h (fixed d_model) and versus n
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CostRow:
@@ -669,9 +855,15 @@ class CostView:
 
 def _cost_row(label, n, d_model, h) -> CostRow:
     f = attention_flops(n, d_model, h)
-    return CostRow(label, d_model // h, attention_params(d_model, h),
-                   f["projections"] + f["output_projection"], f["scores"] + f["weighted_sum"],
-                   f["total"], h * n * n)
+    return CostRow(
+        label,
+        d_model // h,
+        attention_params(d_model, h),
+        f["projections"] + f["output_projection"],
+        f["scores"] + f["weighted_sum"],
+        f["total"],
+        h * n * n,
+    )
 
 
 def cost_view(d_model: int = 768, h: int = 12, n: int = 1024) -> CostView:
@@ -688,10 +880,15 @@ def cost_view(d_model: int = 768, h: int = 12, n: int = 1024) -> CostView:
         return CostView(d_model, h, n, False, "d_model, h and n must all be at least 1.")
     if d_model % h:
         fits = _divisors(d_model, COST_H_MAX)
-        return CostView(d_model, h, n, False,
-                        f"d_model = {d_model} is not divisible by h = {h}: each head needs "
-                        f"d_model / h features. To fix it, set h to a divisor of {d_model} "
-                        f"({_join_or(fits)}).")
+        return CostView(
+            d_model,
+            h,
+            n,
+            False,
+            f"d_model = {d_model} is not divisible by h = {h}: each head needs "
+            f"d_model / h features. To fix it, set h to a divisor of {d_model} "
+            f"({_join_or(fits)}).",
+        )
     by_heads = tuple(_cost_row(k, n, d_model, k) for k in _divisors(d_model, COST_H_MAX))
     ns = sorted(set(COST_NS) | {n})
     by_tokens = tuple(_cost_row(m, m, d_model, h) for m in ns)
@@ -701,34 +898,52 @@ def cost_view(d_model: int = 768, h: int = 12, n: int = 1024) -> CostView:
 def _share_bar(a, b, width=200) -> str:
     """A bar split in proportion a : b (projections dark, attention light), with b's share."""
     wa = round(width * a / (a + b))
-    return (f'<div style="display:flex;align-items:center;white-space:nowrap">'
-            f'<div style="width:{wa}px;height:11px;background-color:{_DARK}"></div>'
-            f'<div style="width:{width - wa}px;height:11px;background-color:{_LIGHT}"></div>'
-            f'<div style="margin-left:6px">{b / (a + b):.0%}</div></div>')
+    return (
+        f'<div style="display:flex;align-items:center;white-space:nowrap">'
+        f'<div style="width:{wa}px;height:11px;background-color:{_DARK}"></div>'
+        f'<div style="width:{width - wa}px;height:11px;background-color:{_LIGHT}"></div>'
+        f'<div style="margin-left:6px">{b / (a + b):.0%}</div></div>'
+    )
 
 
 def render_cost_html(view: CostView, include_settings: bool = True) -> str:
     """The cost explorer's output as HTML: a table and bars versus h, then versus n."""
     parts = [_BOX]
     if include_settings:
-        parts.append(f'<div style="color:{_MUTED}">Cost explorer at d_model = {view.d_model}, '
-                     f'h = {view.h}, n = {_int(view.n)}.</div>')
+        parts.append(
+            f'<div style="color:{_MUTED}">Cost explorer at d_model = {view.d_model}, '
+            f"h = {view.h}, n = {_int(view.n)}.</div>"
+        )
     if not view.ok:
         parts.append(render_message_html(view.message))
         parts.append("</div>")
         return "".join(parts)
     td = "padding:1px 8px;border:none;text-align:right"
     tl = "padding:1px 8px;border:none;text-align:left"
-    legend = (f'<div style="font-size:11px;color:{_MUTED}">Bars: <span style="display:inline-block;'
-              f'width:12px;height:10px;background-color:{_DARK}"></span> projections (Q, K, V, W_O) '
-              f'<span style="display:inline-block;width:12px;height:10px;background-color:{_LIGHT};'
-              f'border:1px solid #999"></span> attention (scores and weighted sums). One multiply-add '
-              f'counts as 2 FLOPs.</div>')
+    legend = (
+        f'<div style="font-size:11px;color:{_MUTED}">Bars: <span style="display:inline-block;'
+        f'width:12px;height:10px;background-color:{_DARK}"></span> projections (Q, K, V, W_O) '
+        f'<span style="display:inline-block;width:12px;height:10px;background-color:{_LIGHT};'
+        f'border:1px solid #999"></span> attention (scores and weighted sums). One multiply-add '
+        f"counts as 2 FLOPs.</div>"
+    )
 
     def table(rows, first, current, note):
-        head = "".join(f'<th style="{td}">{t}</th>' for t in (
-            first, "d_head", "parameters", "projection FLOPs", "attention FLOPs", "total FLOPs",
-            "attention weights h\u00b7n\u00b2")) + f'<th style="{tl}">attention share of FLOPs</th>'
+        head = (
+            "".join(
+                f'<th style="{td}">{t}</th>'
+                for t in (
+                    first,
+                    "d_head",
+                    "parameters",
+                    "projection FLOPs",
+                    "attention FLOPs",
+                    "total FLOPs",
+                    "attention weights h\u00b7n\u00b2",
+                )
+            )
+            + f'<th style="{tl}">attention share of FLOPs</th>'
+        )
         body = []
         for r in rows:
             bold = "font-weight:bold;" if r.label == current else ""
@@ -737,16 +952,31 @@ def render_cost_html(view: CostView, include_settings: bool = True) -> str:
                 f'<td style="{td}">{_int(r.params)}</td><td style="{td}">{_si(r.projections)}</td>'
                 f'<td style="{td}">{_si(r.attention)}</td><td style="{td}">{_si(r.total)}</td>'
                 f'<td style="{td}">{_si(r.score_entries)}</td>'
-                f'<td style="{tl}">{_share_bar(r.projections, r.attention)}</td></tr>')
-        return (f'<div style="margin-top:8px;font-weight:bold">{note}</div>'
-                f'<table style="border-collapse:collapse"><tr>{head}</tr>{"".join(body)}</table>')
+                f'<td style="{tl}">{_share_bar(r.projections, r.attention)}</td></tr>'
+            )
+        return (
+            f'<div style="margin-top:8px;font-weight:bold">{note}</div>'
+            f'<table style="border-collapse:collapse"><tr>{head}</tr>{"".join(body)}</table>'
+        )
 
-    parts.append(table(view.by_heads, "h", view.h,
-                       f"Versus h, at d_model = {view.d_model} and n = {_int(view.n)}: the FLOPs and "
-                       f"parameters do not change; the attention weights (h\u00b7n\u00b2) do"))
-    parts.append(table(view.by_tokens, "n", view.n,
-                       f"Versus n, at d_model = {view.d_model} and h = {view.h}: projections grow "
-                       f"like n, attention like n\u00b2 (they are equal at n = 2\u00b7d_model = "
-                       f"{_int(view.crossover_n)})"))
+    parts.append(
+        table(
+            view.by_heads,
+            "h",
+            view.h,
+            f"Versus h, at d_model = {view.d_model} and n = {_int(view.n)}: the FLOPs and "
+            f"parameters do not change; the attention weights (h\u00b7n\u00b2) do",
+        )
+    )
+    parts.append(
+        table(
+            view.by_tokens,
+            "n",
+            view.n,
+            f"Versus n, at d_model = {view.d_model} and h = {view.h}: projections grow "
+            f"like n, attention like n\u00b2 (they are equal at n = 2\u00b7d_model = "
+            f"{_int(view.crossover_n)})",
+        )
+    )
     parts.append(legend + "</div>")
     return "".join(parts)

@@ -32,7 +32,9 @@ def split_heads(x, num_heads: int) -> np.ndarray:
     """
     x = np.asarray(x)
     if x.ndim < 2:
-        raise ValueError(f"x has shape {_fmt(x.shape)}, expected (..., n, d_model) with at least 2 axes")
+        raise ValueError(
+            f"x has shape {_fmt(x.shape)}, expected (..., n, d_model) with at least 2 axes"
+        )
     *lead, n, d_model = x.shape
     d_head = head_width(d_model, num_heads)
     x = x.reshape(*lead, n, num_heads, d_head)  # (..., n, h, d_head)
@@ -73,8 +75,12 @@ def _check_weight(w, name: str, rows: int, cols: int, what: str) -> np.ndarray:
     if w.shape != (rows, cols):
         hint = ""
         if w.shape == (cols, rows):
-            hint = " It looks transposed: the course applies weights as x @ w (rows = input features)."
-        raise ValueError(f"{name} has shape {_fmt(w.shape)}, expected {what} = ({rows}, {cols}).{hint}")
+            hint = (
+                " It looks transposed: the course applies weights as x @ w (rows = input features)."
+            )
+        raise ValueError(
+            f"{name} has shape {_fmt(w.shape)}, expected {what} = ({rows}, {cols}).{hint}"
+        )
     return w
 
 
@@ -140,7 +146,11 @@ def _check_context(x, context):
     if context is None:
         return x
     context = _check_input(context, "context")
-    if context.ndim != x.ndim or context.shape[-1] != x.shape[-1] or context.shape[:-2] != x.shape[:-2]:
+    if (
+        context.ndim != x.ndim
+        or context.shape[-1] != x.shape[-1]
+        or context.shape[:-2] != x.shape[:-2]
+    ):
         raise ValueError(
             f"context has shape {_fmt(context.shape)}, expected "
             f"{_fmt(x.shape[:-2] + (None, x.shape[-1]))}: the same batch and d_model as "
@@ -149,8 +159,9 @@ def _check_context(x, context):
     return context
 
 
-def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, *, context=None, mask=None,
-                         return_weights=False):
+def multi_head_attention(
+    x, w_q, w_k, w_v, w_o, num_heads, *, context=None, mask=None, return_weights=False
+):
     """Multi-head attention of ``x`` over itself (or over ``context``: cross-attention).
 
     Parameters
@@ -182,8 +193,9 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, *, context=None, mask
     return _attend(x, context, w_q, w_k, w_v, w_o, num_heads, num_heads, mask, return_weights)
 
 
-def grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, context=None,
-                            mask=None, return_weights=False):
+def grouped_query_attention(
+    x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, context=None, mask=None, return_weights=False
+):
     """Grouped-query attention: ``num_heads`` query heads share ``num_kv_heads`` K/V heads.
 
     Query head ``i`` reads KV head ``i // (num_heads // num_kv_heads)`` (each KV head is

@@ -33,9 +33,18 @@ import time
 import uuid
 from pathlib import Path
 
-__all__ = ["find_notebooks", "execute_notebook", "install_check_source", "set_install_check",
-           "repository_url", "offline_widget_state", "INSTALL_CHECK_TAG", "INSTALL_CHECK_GRADE_ID",
-           "WIDGET_VIEW", "WIDGET_STATE"]
+__all__ = [
+    "find_notebooks",
+    "execute_notebook",
+    "install_check_source",
+    "set_install_check",
+    "repository_url",
+    "offline_widget_state",
+    "INSTALL_CHECK_TAG",
+    "INSTALL_CHECK_GRADE_ID",
+    "WIDGET_VIEW",
+    "WIDGET_STATE",
+]
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +57,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 # The first code cell of every notebook. `{repository}` is the course's repository URL.
-_INSTALL_CHECK = '''\
+_INSTALL_CHECK = """\
 # Set-up check, written by the course ({repository}).
 # Where the course's package is installed it does nothing. Anywhere else (a notebook downloaded
 # on its own, a hub, VS Code) it prints the one command that installs it; in Colab it runs it.
@@ -72,15 +81,19 @@ if importlib.util.find_spec("mha_helpers") is None:
             "(or run %pip install ... in a cell). Lessons, exercises and instructions: "
             "{repository}"
         )
-'''
+"""
 
 
 def install_check_source(repository: str) -> str:
     """The source of the managed first cell for a course published at ``repository``."""
     if not re.fullmatch(r"https://[^\s\"'{}]+", repository):
-        raise ValueError(f"repository must be an https:// URL without quotes or spaces, got "
-                         f"{repository!r} (set it in [project.urls] of pyproject.toml)")
-    return _INSTALL_CHECK.format(repository=repository.rstrip("/").removesuffix(".git")).rstrip("\n")
+        raise ValueError(
+            f"repository must be an https:// URL without quotes or spaces, got "
+            f"{repository!r} (set it in [project.urls] of pyproject.toml)"
+        )
+    return _INSTALL_CHECK.format(repository=repository.rstrip("/").removesuffix(".git")).rstrip(
+        "\n"
+    )
 
 
 def _toml(path: Path) -> dict:
@@ -105,8 +118,10 @@ def repository_url(start=None) -> str:
             if project.get("name") == PACKAGE_NAME:
                 url = project.get("urls", {}).get("Repository")
                 if not url:
-                    raise ValueError(f"{pyproject}: set the course's URL in [project.urls] "
-                                     "as Repository = \"https://...\"")
+                    raise ValueError(
+                        f"{pyproject}: set the course's URL in [project.urls] "
+                        'as Repository = "https://..."'
+                    )
                 return str(url)
     from importlib import metadata
 
@@ -133,8 +148,14 @@ def set_install_check(nb, repository: str) -> bool:
     source = install_check_source(repository)
     metadata = {"tags": [INSTALL_CHECK_TAG]}
     if _is_graded(nb):
-        metadata["nbgrader"] = {"schema_version": 3, "grade": False, "solution": False,
-                                "locked": True, "grade_id": INSTALL_CHECK_GRADE_ID, "task": False}
+        metadata["nbgrader"] = {
+            "schema_version": 3,
+            "grade": False,
+            "solution": False,
+            "locked": True,
+            "grade_id": INSTALL_CHECK_GRADE_ID,
+            "task": False,
+        }
     managed = [c for c in nb.cells if INSTALL_CHECK_TAG in c.metadata.get("tags", [])]
     cell = managed[0] if managed else nbformat.v4.new_code_cell(source)
     before = (list(nb.cells), cell.get("source"), dict(cell.metadata))
@@ -173,22 +194,38 @@ def offline_widget_state(nb) -> dict | None:
             view = out.get("data", {}).get(WIDGET_VIEW)
             if not view or not view.get("model_id"):
                 continue
-            html = out.get("metadata", {}).get("mha_course", {}).get(
-                "offline_html", "This widget needs a running kernel: run the cell to bring it back.")
+            html = (
+                out.get("metadata", {})
+                .get("mha_course", {})
+                .get(
+                    "offline_html",
+                    "This widget needs a running kernel: run the cell to bring it back.",
+                )
+            )
             model_id = view["model_id"]
             layout_id, style_id = _placeholder_ids(model_id)
             state[model_id] = {
-                "model_name": "HTMLModel", "model_module": "@jupyter-widgets/controls",
+                "model_name": "HTMLModel",
+                "model_module": "@jupyter-widgets/controls",
                 "model_module_version": "2.0.0",
-                "state": {"value": html, "layout": f"IPY_MODEL_{layout_id}",
-                          "style": f"IPY_MODEL_{style_id}"}}
+                "state": {
+                    "value": html,
+                    "layout": f"IPY_MODEL_{layout_id}",
+                    "style": f"IPY_MODEL_{style_id}",
+                },
+            }
             state[layout_id] = {
-                "model_name": "LayoutModel", "model_module": "@jupyter-widgets/base",
+                "model_name": "LayoutModel",
+                "model_module": "@jupyter-widgets/base",
                 "model_module_version": "2.0.0",
-                "state": {"display": "none"} if not html else {}}
+                "state": {"display": "none"} if not html else {},
+            }
             state[style_id] = {
-                "model_name": "HTMLStyleModel", "model_module": "@jupyter-widgets/controls",
-                "model_module_version": "2.0.0", "state": {}}
+                "model_name": "HTMLStyleModel",
+                "model_module": "@jupyter-widgets/controls",
+                "model_module_version": "2.0.0",
+                "state": {},
+            }
     if not state:
         return None
     return {WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": state}}
@@ -212,9 +249,11 @@ def _instructor_tools():
         import nbformat
         from nbclient import NotebookClient
     except ImportError as err:
-        raise SystemExit(f"mha-course execute needs the instructor tools ({err.name} is missing): "
-                         "pip install 'mha-course[instructor]' (or `make install` in the course "
-                         "folder)") from None
+        raise SystemExit(
+            f"mha-course execute needs the instructor tools ({err.name} is missing): "
+            "pip install 'mha-course[instructor]' (or `make install` in the course "
+            "folder)"
+        ) from None
     return nbformat, NotebookClient
 
 

@@ -34,8 +34,12 @@ import numpy as np
 
 from .shapes import _fmt, as_float_array, check_shape, positive_int
 
-__all__ = ["pytorch_state_dict", "from_pytorch_state_dict", "to_pytorch_attn_mask",
-           "to_pytorch_key_padding_mask"]
+__all__ = [
+    "pytorch_state_dict",
+    "from_pytorch_state_dict",
+    "to_pytorch_attn_mask",
+    "to_pytorch_key_padding_mask",
+]
 
 _WEIGHT_KEYS = ("in_proj_weight", "out_proj.weight")
 _BIAS_KEYS = ("in_proj_bias", "out_proj.bias")
@@ -54,8 +58,9 @@ def _bias(b, name: str, d_model: int) -> np.ndarray:
     return b
 
 
-def pytorch_state_dict(w_q, w_k, w_v, w_o, *, b_q=None, b_k=None, b_v=None, b_o=None,
-                       prefix: str = "") -> dict:
+def pytorch_state_dict(
+    w_q, w_k, w_v, w_o, *, b_q=None, b_k=None, b_v=None, b_o=None, prefix: str = ""
+) -> dict:
     """The course's weights as the state dict of ``torch.nn.MultiheadAttention``.
 
     Parameters
@@ -95,18 +100,24 @@ def pytorch_state_dict(w_q, w_k, w_v, w_o, *, b_q=None, b_k=None, b_v=None, b_o=
     """
     w_q = as_float_array(w_q, "w_q")
     if w_q.ndim != 2 or w_q.shape[0] != w_q.shape[1]:
-        raise ValueError(f"w_q has shape {_fmt(w_q.shape)}, expected (d_model, d_model): a square "
-                         f"matrix applied as x @ w_q")
+        raise ValueError(
+            f"w_q has shape {_fmt(w_q.shape)}, expected (d_model, d_model): a square "
+            f"matrix applied as x @ w_q"
+        )
     d_model = w_q.shape[0]
-    w_k, w_v, w_o = (_weight(w, name, d_model) for w, name in ((w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o")))
+    w_k, w_v, w_o = (
+        _weight(w, name, d_model) for w, name in ((w_k, "w_k"), (w_v, "w_v"), (w_o, "w_o"))
+    )
     # nn.Linear computes x @ A.T, so each block is the course's weight transposed.
     w_in = np.concatenate([w_q.T, w_k.T, w_v.T], axis=0)  # (3 d_model, d_model)
     w_out = np.array(w_o.T)  # (d_model, d_model)
     biases = {"b_q": b_q, "b_k": b_k, "b_v": b_v, "b_o": b_o}
     if all(b is None for b in biases.values()):
         return {f"{prefix}in_proj_weight": w_in, f"{prefix}out_proj.weight": w_out}
-    b_q, b_k, b_v, b_o = (np.zeros(d_model, w_in.dtype) if b is None else _bias(b, name, d_model)
-                          for name, b in biases.items())
+    b_q, b_k, b_v, b_o = (
+        np.zeros(d_model, w_in.dtype) if b is None else _bias(b, name, d_model)
+        for name, b in biases.items()
+    )
     return {  # the order of PyTorch's state_dict()
         f"{prefix}in_proj_weight": w_in,
         f"{prefix}in_proj_bias": np.concatenate([b_q, b_k, b_v]),  # (3 d_model,)
@@ -137,9 +148,10 @@ def from_pytorch_state_dict(state, *, biases: bool = False, prefix: str = ""):
     array([[10., 11.],
            [12., 13.]])
     """
-    keys = [k[len(prefix):] for k in state if k.startswith(prefix)]
-    unsupported = sorted({"q_proj_weight", "k_proj_weight", "v_proj_weight", "bias_k", "bias_v"}
-                         & set(keys))
+    keys = [k[len(prefix) :] for k in state if k.startswith(prefix)]
+    unsupported = sorted(
+        {"q_proj_weight", "k_proj_weight", "v_proj_weight", "bias_k", "bias_v"} & set(keys)
+    )
     if unsupported:
         raise ValueError(
             f"the state has {unsupported}: a layer with kdim/vdim (separate projection weights) or "
@@ -159,26 +171,43 @@ def from_pytorch_state_dict(state, *, biases: bool = False, prefix: str = ""):
         hint = ""
         if w_in.ndim == 2 and w_in.shape[1] == 3 * w_in.shape[0]:
             d = w_in.shape[0]
-            hint = ("; it looks transposed: PyTorch stacks W_Q.T, W_K.T, W_V.T as rows "
-                    "(3 * d_model rows, d_model columns)")
-        raise ValueError(f"{prefix}in_proj_weight has shape {_fmt(w_in.shape)}, expected "
-                         f"(3 * d_model, d_model) = ({3 * d}, {d}){hint}")
+            hint = (
+                "; it looks transposed: PyTorch stacks W_Q.T, W_K.T, W_V.T as rows "
+                "(3 * d_model rows, d_model columns)"
+            )
+        raise ValueError(
+            f"{prefix}in_proj_weight has shape {_fmt(w_in.shape)}, expected "
+            f"(3 * d_model, d_model) = ({3 * d}, {d}){hint}"
+        )
     d_model = w_in.shape[1]
     w_out = as_float_array(state[prefix + "out_proj.weight"], prefix + "out_proj.weight")
-    check_shape(w_out, (d_model, d_model), prefix + "out_proj.weight",
-                f"(d_model, d_model) with d_model = {d_model} from in_proj_weight")
-    w_q, w_k, w_v = (np.array(block.T) for block in np.split(w_in, 3, axis=0))  # 3 x (d_model, d_model)
+    check_shape(
+        w_out,
+        (d_model, d_model),
+        prefix + "out_proj.weight",
+        f"(d_model, d_model) with d_model = {d_model} from in_proj_weight",
+    )
+    w_q, w_k, w_v = (
+        np.array(block.T) for block in np.split(w_in, 3, axis=0)
+    )  # 3 x (d_model, d_model)
     weights = (w_q, w_k, w_v, np.array(w_out.T))
 
     has_bias = [k in keys for k in _BIAS_KEYS]
     if any(has_bias) and not all(has_bias):
-        raise ValueError(f"the state has {prefix + _BIAS_KEYS[has_bias.index(True)]} but not "
-                         f"{prefix + _BIAS_KEYS[has_bias.index(False)]}: PyTorch's layer has both "
-                         f"biases or neither")
+        raise ValueError(
+            f"the state has {prefix + _BIAS_KEYS[has_bias.index(True)]} but not "
+            f"{prefix + _BIAS_KEYS[has_bias.index(False)]}: PyTorch's layer has both "
+            f"biases or neither"
+        )
     bias_arrays = None
     if all(has_bias):
         b_in = as_float_array(state[prefix + "in_proj_bias"], prefix + "in_proj_bias")
-        check_shape(b_in, (3 * d_model,), prefix + "in_proj_bias", "(3 * d_model,): b_q, b_k, b_v end to end")
+        check_shape(
+            b_in,
+            (3 * d_model,),
+            prefix + "in_proj_bias",
+            "(3 * d_model,): b_q, b_k, b_v end to end",
+        )
         b_out = as_float_array(state[prefix + "out_proj.bias"], prefix + "out_proj.bias")
         check_shape(b_out, (d_model,), prefix + "out_proj.bias", "(d_model,)")
         bias_arrays = (*(np.array(b) for b in np.split(b_in, 3)), np.array(b_out))
@@ -223,7 +252,9 @@ def to_pytorch_attn_mask(mask, num_heads: int | None = None) -> np.ndarray:
     if mask.ndim == 2:
         return ~mask  # (n_q, n_k)
     if mask.ndim != 3:
-        raise ValueError(f"mask has shape {_fmt(mask.shape)}, expected (n_q, n_k) or (batch, n_q, n_k)")
+        raise ValueError(
+            f"mask has shape {_fmt(mask.shape)}, expected (n_q, n_k) or (batch, n_q, n_k)"
+        )
     if num_heads is None:
         raise ValueError(
             f"mask has shape {_fmt(mask.shape)}, one mask per sequence: PyTorch wants one per "

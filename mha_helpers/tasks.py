@@ -21,10 +21,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["make_vote_tables", "vote_table_batch", "vote_table_task", "repeated_segment_batch",
-           "repeated_segment_task", "segment_positions", "role_scores", "head_roles",
-           "previous_token_score", "induction_scores", "duplicate_token_scores",
-           "table_correlation"]
+__all__ = [
+    "make_vote_tables",
+    "vote_table_batch",
+    "vote_table_task",
+    "repeated_segment_batch",
+    "repeated_segment_task",
+    "segment_positions",
+    "role_scores",
+    "head_roles",
+    "previous_token_score",
+    "induction_scores",
+    "duplicate_token_scores",
+    "table_correlation",
+]
 
 
 def make_vote_tables(vocab_size=16, seed=0):
@@ -69,8 +79,9 @@ def vote_table_task(vocab_size=16, seq_len=10, table_seed=0):
     return make_batch
 
 
-def repeated_segment_batch(rng, batch_size, vocab_size=24, seq_len=20, min_len=4, max_len=9,
-                           distinct=False):
+def repeated_segment_batch(
+    rng, batch_size, vocab_size=24, seq_len=20, min_len=4, max_len=9, distinct=False
+):
     """Sequences ``BOS, prefix, segment, segment`` and targets on the second copy.
 
     Token ids ``0 .. vocab_size - 1`` are ordinary tokens; ``BOS = vocab_size`` opens every
@@ -86,14 +97,18 @@ def repeated_segment_batch(rng, batch_size, vocab_size=24, seq_len=20, min_len=4
     (True, 2)
     """
     if seq_len - 1 - 2 * max_len < 0:
-        raise ValueError(f"a segment of {max_len} tokens repeated twice does not fit in "
-                         f"seq_len={seq_len} after BOS")
+        raise ValueError(
+            f"a segment of {max_len} tokens repeated twice does not fit in "
+            f"seq_len={seq_len} after BOS"
+        )
     if distinct and vocab_size < seq_len - 1:
-        raise ValueError(f"distinct=True needs vocab_size >= seq_len - 1 = {seq_len - 1} different "
-                         f"tokens, got vocab_size={vocab_size}")
+        raise ValueError(
+            f"distinct=True needs vocab_size >= seq_len - 1 = {seq_len - 1} different "
+            f"tokens, got vocab_size={vocab_size}"
+        )
     m = rng.integers(min_len, max_len + 1, size=(batch_size, 1))  # (batch, 1) segment lengths
     if distinct:  # each row: a random ordering of the vocabulary, first seq_len - 1 kept
-        body = rng.random((batch_size, vocab_size)).argsort(axis=1)[:, :seq_len - 1]
+        body = rng.random((batch_size, vocab_size)).argsort(axis=1)[:, : seq_len - 1]
     else:
         body = rng.integers(0, vocab_size, size=(batch_size, seq_len - 1))  # (batch, n - 1)
     tokens = np.concatenate([np.full((batch_size, 1), vocab_size), body], axis=1)  # (batch, n)
@@ -110,7 +125,9 @@ def repeated_segment_task(vocab_size=24, seq_len=20, min_len=4, max_len=9, disti
     """``make_batch(rng, batch_size)`` for :func:`repeated_segment_batch` with these settings."""
 
     def make_batch(rng, batch_size):
-        return repeated_segment_batch(rng, batch_size, vocab_size, seq_len, min_len, max_len, distinct)
+        return repeated_segment_batch(
+            rng, batch_size, vocab_size, seq_len, min_len, max_len, distinct
+        )
 
     return make_batch
 
@@ -185,9 +202,11 @@ def segment_positions(targets) -> dict:
         raise ValueError("every sequence needs at least one target (segments of m >= 2 tokens)")
     m = (scored.sum(axis=1) + 1)[:, None]  # (batch, 1): m - 1 targets per sequence
     pos = np.arange(n)  # (n,)
-    return {"first_copy": (pos >= n - 2 * m) & (pos < n - m),
-            "second_copy": pos >= n - m,
-            "induction_keys": (pos >= n - 2 * m + 1) & (pos <= n - m - 1)}
+    return {
+        "first_copy": (pos >= n - 2 * m) & (pos < n - m),
+        "second_copy": pos >= n - m,
+        "induction_keys": (pos >= n - 2 * m + 1) & (pos <= n - m - 1),
+    }
 
 
 def induction_scores(weights, tokens, targets) -> np.ndarray:
@@ -248,8 +267,10 @@ def table_correlation(a, b) -> float:
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 2:
-        raise ValueError(f"a and b must be tables of the same shape (vocab, classes), got "
-                         f"{a.shape} and {b.shape}")
+        raise ValueError(
+            f"a and b must be tables of the same shape (vocab, classes), got "
+            f"{a.shape} and {b.shape}"
+        )
     a = (a - a.mean(axis=1, keepdims=True)).ravel()
     b = (b - b.mean(axis=1, keepdims=True)).ravel()
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))

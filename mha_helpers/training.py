@@ -27,10 +27,24 @@ from .attention import causal_mask
 from .backward import mha_backward, mha_forward
 from .shapes import _fmt
 
-__all__ = ["init_model", "num_layers", "forward", "cross_entropy", "loss_and_grads",
-           "numerical_gradients", "max_relative_error", "learning_rate", "adam_step", "train",
-           "accuracy", "prune_head", "head_importance", "pruning_order", "accuracy_after_pruning",
-           "head_output_tables"]
+__all__ = [
+    "init_model",
+    "num_layers",
+    "forward",
+    "cross_entropy",
+    "loss_and_grads",
+    "numerical_gradients",
+    "max_relative_error",
+    "learning_rate",
+    "adam_step",
+    "train",
+    "accuracy",
+    "prune_head",
+    "head_importance",
+    "pruning_order",
+    "accuracy_after_pruning",
+    "head_output_tables",
+]
 
 WEIGHTS = ("w_q", "w_k", "w_v", "w_o")
 
@@ -50,8 +64,10 @@ def init_model(vocab_size, seq_len, d_model, num_layers, num_outputs=None, seed=
     rng = np.random.default_rng(seed)
     num_outputs = vocab_size if num_outputs is None else num_outputs
     std = 1.0 / math.sqrt(d_model)
-    params = {"embed": rng.normal(size=(vocab_size, d_model)),  # (vocab, d_model)
-              "pos": rng.normal(size=(seq_len, d_model))}  # (seq_len, d_model)
+    params = {
+        "embed": rng.normal(size=(vocab_size, d_model)),  # (vocab, d_model)
+        "pos": rng.normal(size=(seq_len, d_model)),
+    }  # (seq_len, d_model)
     for layer in range(num_layers):
         for name in WEIGHTS:
             params[f"layers.{layer}.{name}"] = rng.normal(scale=std, size=(d_model, d_model))
@@ -67,15 +83,20 @@ def num_layers(params) -> int:
 def _check_tokens(params, tokens):
     tokens = np.asarray(tokens)
     if tokens.ndim != 2 or not np.issubdtype(tokens.dtype, np.integer):
-        raise ValueError(f"tokens has shape {_fmt(tokens.shape)} and dtype {tokens.dtype}, expected "
-                         f"integer token ids of shape (batch, n)")
+        raise ValueError(
+            f"tokens has shape {_fmt(tokens.shape)} and dtype {tokens.dtype}, expected "
+            f"integer token ids of shape (batch, n)"
+        )
     vocab, seq_len = params["embed"].shape[0], params["pos"].shape[0]
     if tokens.shape[1] > seq_len:
-        raise ValueError(f"tokens has {tokens.shape[1]} positions, but the model has positional "
-                         f"embeddings for at most seq_len={seq_len}")
+        raise ValueError(
+            f"tokens has {tokens.shape[1]} positions, but the model has positional "
+            f"embeddings for at most seq_len={seq_len}"
+        )
     if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab):
-        raise ValueError(f"token ids must lie in [0, {vocab}), got values from {tokens.min()} to "
-                         f"{tokens.max()}")
+        raise ValueError(
+            f"token ids must lie in [0, {vocab}), got values from {tokens.min()} to {tokens.max()}"
+        )
     return tokens
 
 
@@ -103,15 +124,21 @@ def forward(params, tokens, num_heads, head_masks=None, return_cache=False, outp
     layers = num_layers(params)
     if output_masks is not None:
         if return_cache:
-            raise ValueError("output_masks is for measuring a trained model; it cannot be "
-                             "combined with return_cache (the backward pass does not use it)")
+            raise ValueError(
+                "output_masks is for measuring a trained model; it cannot be "
+                "combined with return_cache (the backward pass does not use it)"
+            )
         if len(output_masks) != layers:
-            raise ValueError(f"output_masks has {len(output_masks)} entries, expected one per "
-                             f"layer ({layers}), each None or a (batch, n) array")
+            raise ValueError(
+                f"output_masks has {len(output_masks)} entries, expected one per "
+                f"layer ({layers}), each None or a (batch, n) array"
+            )
         for layer, m in enumerate(output_masks):
             if m is not None and np.shape(m) != tokens.shape:
-                raise ValueError(f"output_masks[{layer}] has shape {_fmt(np.shape(m))}, expected "
-                                 f"(batch, n) = {_fmt(tokens.shape)}: one 0/1 per position")
+                raise ValueError(
+                    f"output_masks[{layer}] has shape {_fmt(np.shape(m))}, expected "
+                    f"(batch, n) = {_fmt(tokens.shape)}: one 0/1 per position"
+                )
     mask = causal_mask(n)  # (n, n)
     x = params["embed"][tokens] + params["pos"][:n]  # (batch, n, d_model)
     caches, weights = [], []
@@ -142,8 +169,10 @@ def cross_entropy(logits, targets):
     """
     targets = np.asarray(targets)
     if targets.shape != logits.shape[:-1]:
-        raise ValueError(f"targets has shape {_fmt(targets.shape)}, expected {_fmt(logits.shape[:-1])}: "
-                         f"one class id (or -1 for no loss) per position")
+        raise ValueError(
+            f"targets has shape {_fmt(targets.shape)}, expected {_fmt(logits.shape[:-1])}: "
+            f"one class id (or -1 for no loss) per position"
+        )
     used = targets >= 0  # (batch, n)
     count = int(used.sum())
     if count == 0:
@@ -154,8 +183,12 @@ def cross_entropy(logits, targets):
     picked = np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]  # (batch, n)
     loss = float(-(picked * used).sum() / count)
     d_logits = np.exp(log_probs)  # (batch, n, C): softmax probabilities
-    np.put_along_axis(d_logits, safe[..., None],
-                      np.take_along_axis(d_logits, safe[..., None], axis=-1) - 1.0, axis=-1)
+    np.put_along_axis(
+        d_logits,
+        safe[..., None],
+        np.take_along_axis(d_logits, safe[..., None], axis=-1) - 1.0,
+        axis=-1,
+    )
     d_logits = np.where(used[..., None], d_logits / count, 0.0)  # (batch, n, C)
     return loss, d_logits
 
@@ -172,7 +205,9 @@ def loss_and_grads(params, tokens, targets, num_heads, head_masks=None):
     loss, d_logits = cross_entropy(logits, targets)
     x = cache["x_final"]
     d_model = x.shape[-1]
-    grads = {"unembed": x.reshape(-1, d_model).T @ d_logits.reshape(-1, d_logits.shape[-1])}  # (d_model, C)
+    grads = {
+        "unembed": x.reshape(-1, d_model).T @ d_logits.reshape(-1, d_logits.shape[-1])
+    }  # (d_model, C)
     d_x = d_logits @ params["unembed"].T  # (batch, n, d_model)
     for layer in reversed(range(num_layers(params))):
         d_branch, g = mha_backward(d_x, cache["layers"][layer])
@@ -257,13 +292,14 @@ def adam_step(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8) -> Non
         m += (1 - beta1) * g
         v *= beta2
         v += (1 - beta2) * g * g
-        m_hat = m / (1 - beta1 ** t)
-        v_hat = v / (1 - beta2 ** t)
+        m_hat = m / (1 - beta1**t)
+        v_hat = v / (1 - beta2**t)
         params[name] -= lr * m_hat / (np.sqrt(v_hat) + eps)
 
 
-def train(params, make_batch, num_heads, steps, lr, warmup=100, batch_size=64, seed=0,
-          callback=None):
+def train(
+    params, make_batch, num_heads, steps, lr, warmup=100, batch_size=64, seed=0, callback=None
+):
     """Train a copy of ``params`` with Adam; return ``(trained_params, losses)``.
 
     ``make_batch(rng, batch_size)`` returns ``(tokens, targets)``; it gets its own generator,
@@ -309,7 +345,7 @@ def prune_head(w_o, head, num_heads) -> np.ndarray:
     """
     w_o = np.array(w_o, dtype=float)
     d_head = w_o.shape[0] // num_heads
-    w_o[head * d_head:(head + 1) * d_head] = 0.0  # (d_model, d_model), one head's rows cleared
+    w_o[head * d_head : (head + 1) * d_head] = 0.0  # (d_model, d_model), one head's rows cleared
     return w_o
 
 
@@ -339,8 +375,9 @@ def head_importance(params, tokens, targets, num_heads, layer=0, keep=None) -> n
         return cross_entropy(forward(params, tokens, num_heads, masks)[0], targets)[0]
 
     base = loss(keep)
-    return np.array([loss(_without(keep, i)) - base if keep[i] else np.nan
-                     for i in range(num_heads)])  # (h,)
+    return np.array(
+        [loss(_without(keep, i)) - base if keep[i] else np.nan for i in range(num_heads)]
+    )  # (h,)
 
 
 def pruning_order(params, tokens, targets, num_heads, layer=0) -> list[int]:

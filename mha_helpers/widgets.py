@@ -87,6 +87,7 @@ __all__ = [
 # The widgets: thin layers over the pure functions
 # ---------------------------------------------------------------------------------------------
 
+
 def _widgets():
     import ipywidgets
 
@@ -175,8 +176,9 @@ class _Explorer:
         """Set several controls at once with a single redraw (tests and benchmarks use this)."""
         unknown = set(values) - set(self.controls)
         if unknown:
-            raise ValueError(f"unknown control(s) {sorted(unknown)}; this explorer has "
-                             f"{sorted(self.controls)}")
+            raise ValueError(
+                f"unknown control(s) {sorted(unknown)}; this explorer has {sorted(self.controls)}"
+            )
         self._holding = True
         try:
             for name, value in values.items():
@@ -211,17 +213,23 @@ class _Explorer:
         """The picture output: static HTML of the current state, and a line of plain text."""
         settings = ", ".join(f"{k} = {v}" for k, v in self.values().items())
         view = getattr(self, "view", None)
-        picture = (self._static_html(view) if view is not None
-                   else render_message_html("This explorer could not draw its first state."))
+        picture = (
+            self._static_html(view)
+            if view is not None
+            else render_message_html("This explorer could not draw its first state.")
+        )
         marker = f' data-mha-display="{self._display_id}"' if self._display_id else ""
         return {
-            "text/plain": (f"{self.title} at {settings}. Its sliders need a running kernel and a "
-                           f"front end with Jupyter widgets: run this cell there."),
+            "text/plain": (
+                f"{self.title} at {settings}. Its sliders need a running kernel and a "
+                f"front end with Jupyter widgets: run this cell there."
+            ),
             "text/html": (
                 f'<div class="mha-static-explorer"{marker}>'
                 f'<div style="font-size:11px;color:{_MUTED}">A picture of the {_esc(self.title.lower())}'
                 f"'s last state. Run this cell to make its sliders live again.</div>"
-                f"{picture}</div>"),
+                f"{picture}</div>"
+            ),
         }
 
     def output_bundles(self) -> list[tuple[dict, dict]]:
@@ -233,8 +241,10 @@ class _Explorer:
         if self._display_id is None:
             self._display_id = f"mha-{self.kind.replace('_', '-')}-{next(_DISPLAY_NUMBERS)}"
         hidden = f'[data-mha-display="{self._display_id}"]'
-        self._picture_style.value = (f"<style>{hidden}{{display:none}}"
-                                     f".jp-OutputArea-child:has({hidden}){{display:none}}</style>")
+        self._picture_style.value = (
+            f"<style>{hidden}{{display:none}}"
+            f".jp-OutputArea-child:has({hidden}){{display:none}}</style>"
+        )
         view = {WIDGET_VIEW: super()._repr_mimebundle_()[WIDGET_VIEW], "text/plain": ""}
         return [(self.picture_bundle(), {}), (view, {"mha_course": {"offline_html": ""}})]
 
@@ -258,9 +268,18 @@ def _html(value="", **layout):
 
 def _int_slider(description, value, lo, hi, step=1, tooltip=""):
     W = _widgets()
-    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                       description_allow_html=False, continuous_update=True, style=_SLIDER_STYLE,
-                       tooltip=tooltip, layout=W.Layout(width="480px"))
+    return W.IntSlider(
+        value=value,
+        min=lo,
+        max=hi,
+        step=step,
+        description=description,
+        description_allow_html=False,
+        continuous_update=True,
+        style=_SLIDER_STYLE,
+        tooltip=tooltip,
+        layout=W.Layout(width="480px"),
+    )
 
 
 @lru_cache(maxsize=None)
@@ -280,13 +299,27 @@ def _classes():
             self.body = _html()
             self.heatmaps = _html()
             controls = {
-                "d_model": _int_slider("d_model", d_model, D_MODEL_MIN, D_MODEL_MAX, D_MODEL_STEP,
-                                       "model width: features per token"),
+                "d_model": _int_slider(
+                    "d_model",
+                    d_model,
+                    D_MODEL_MIN,
+                    D_MODEL_MAX,
+                    D_MODEL_STEP,
+                    "model width: features per token",
+                ),
                 "h": _int_slider("h", h, 1, H_MAX, 1, "number of heads"),
                 "n": _int_slider("n", n, N_MIN, N_MAX, 1, "number of tokens"),
             }
-            super().__init__(children=[*controls.values(), self.d_head_label, self.message,
-                                       self.diagram, self.body, self.heatmaps])
+            super().__init__(
+                children=[
+                    *controls.values(),
+                    self.d_head_label,
+                    self.message,
+                    self.diagram,
+                    self.body,
+                    self.heatmaps,
+                ]
+            )
             self.add_class("mha-shape-explorer")
             self._setup(controls)
             self.refresh()
@@ -296,11 +329,13 @@ def _classes():
 
         def _show(self, view):
             # Set only what changed: each assignment is one message to the browser.
-            for child, value in ((self.d_head_label, render_d_head_html(view)),
-                                 (self.message, render_message_html(view.message)),
-                                 (self.diagram, render_diagram_html(view)),
-                                 (self.body, render_shape_body_html(view)),
-                                 (self.heatmaps, render_heatmaps_html(view))):
+            for child, value in (
+                (self.d_head_label, render_d_head_html(view)),
+                (self.message, render_message_html(view.message)),
+                (self.diagram, render_diagram_html(view)),
+                (self.body, render_shape_body_html(view)),
+                (self.heatmaps, render_heatmaps_html(view)),
+            ):
                 if child.value != value:
                     child.value = value
 
@@ -316,35 +351,69 @@ def _classes():
         title = "KV-cache explorer"
         kind = "kv_cache"
 
-        def __init__(self, num_layers=80, num_heads=64, num_kv_heads=8, d_head=128,
-                     seq_len=4096, bytes_per_element=2):
+        def __init__(
+            self,
+            num_layers=80,
+            num_heads=64,
+            num_kv_heads=8,
+            d_head=128,
+            seq_len=4096,
+            bytes_per_element=2,
+        ):
             self.summary = _html()
             presets = [("(set by hand)", "")] + [
-                (f"{_label(c)} ({c.kind})", c.name) for c in menu_models()]
-            self.preset = W.Dropdown(options=presets, value="", description="load model",
-                                     style=_SLIDER_STYLE, layout=W.Layout(width="480px"))
-            self.kind_buttons = W.ToggleButtons(options=["MHA", "GQA", "MQA"], value=None,
-                                                description="sharing", style=_SLIDER_STYLE,
-                                                tooltips=["one KV head per query head",
-                                                          "a few KV heads (8 when possible)",
-                                                          "a single KV head"])
+                (f"{_label(c)} ({c.kind})", c.name) for c in menu_models()
+            ]
+            self.preset = W.Dropdown(
+                options=presets,
+                value="",
+                description="load model",
+                style=_SLIDER_STYLE,
+                layout=W.Layout(width="480px"),
+            )
+            self.kind_buttons = W.ToggleButtons(
+                options=["MHA", "GQA", "MQA"],
+                value=None,
+                description="sharing",
+                style=_SLIDER_STYLE,
+                tooltips=[
+                    "one KV head per query head",
+                    "a few KV heads (8 when possible)",
+                    "a single KV head",
+                ],
+            )
             d_heads = sorted(set(KV_D_HEADS) | {int(d_head)})
             contexts = sorted(set(KV_CONTEXTS) | {int(seq_len)})
             controls = {
                 "num_layers": _int_slider("layers", num_layers, 1, KV_MAX_LAYERS),
                 "num_heads": _int_slider("query heads", num_heads, 1, KV_MAX_HEADS),
                 "num_kv_heads": _int_slider("KV heads", num_kv_heads, 1, KV_MAX_HEADS),
-                "d_head": W.Dropdown(options=d_heads, value=int(d_head), description="d_head",
-                                     style=_SLIDER_STYLE, layout=W.Layout(width="480px")),
-                "seq_len": W.SelectionSlider(options=contexts, value=int(seq_len),
-                                             description="context", style=_SLIDER_STYLE,
-                                             continuous_update=True, layout=W.Layout(width="480px")),
-                "bytes_per_element": W.Dropdown(options=list(KV_DTYPES), value=bytes_per_element,
-                                                description="bytes", style=_SLIDER_STYLE,
-                                                layout=W.Layout(width="480px")),
+                "d_head": W.Dropdown(
+                    options=d_heads,
+                    value=int(d_head),
+                    description="d_head",
+                    style=_SLIDER_STYLE,
+                    layout=W.Layout(width="480px"),
+                ),
+                "seq_len": W.SelectionSlider(
+                    options=contexts,
+                    value=int(seq_len),
+                    description="context",
+                    style=_SLIDER_STYLE,
+                    continuous_update=True,
+                    layout=W.Layout(width="480px"),
+                ),
+                "bytes_per_element": W.Dropdown(
+                    options=list(KV_DTYPES),
+                    value=bytes_per_element,
+                    description="bytes",
+                    style=_SLIDER_STYLE,
+                    layout=W.Layout(width="480px"),
+                ),
             }
-            super().__init__(children=[self.preset, *controls.values(), self.kind_buttons,
-                                       self.summary])
+            super().__init__(
+                children=[self.preset, *controls.values(), self.kind_buttons, self.summary]
+            )
             self.add_class("mha-kv-cache-explorer")
             self._setup(controls)
             self.preset.observe(self._load_preset, names="value")
@@ -354,8 +423,12 @@ def _classes():
         def _load_preset(self, change):
             cfg = MODEL_CONFIGS.get(change["new"])
             if cfg is not None:
-                self.set_values(num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                                num_kv_heads=cfg.num_kv_heads, d_head=cfg.d_head)
+                self.set_values(
+                    num_layers=cfg.num_layers,
+                    num_heads=cfg.num_heads,
+                    num_kv_heads=cfg.num_kv_heads,
+                    d_head=cfg.d_head,
+                )
             else:  # "(set by hand)" chosen: the menu goes back to a model the settings match
                 self.refresh()
 
@@ -367,9 +440,13 @@ def _classes():
             else:  # GQA needs a divisor of h strictly between 1 and h; say so
                 self.refresh()
                 if change["new"] == "GQA":
-                    self.summary.value = render_message_html(
-                        f"GQA needs a number of KV heads strictly between 1 and {h} that divides "
-                        f"{h}, and {h} has none. Change the query heads first.") + self.summary.value
+                    self.summary.value = (
+                        render_message_html(
+                            f"GQA needs a number of KV heads strictly between 1 and {h} that divides "
+                            f"{h}, and {h} has none. Change the query heads first."
+                        )
+                        + self.summary.value
+                    )
 
         def _view(self, **values):
             return kv_cache_view(**values)
@@ -404,12 +481,18 @@ def _classes():
             self.summary = _html()
             ns = sorted(set(COST_NS) | {int(n)})
             controls = {
-                "d_model": _int_slider("d_model", d_model, COST_D_MODEL_MIN, COST_D_MODEL_MAX,
-                                       COST_D_MODEL_STEP),
+                "d_model": _int_slider(
+                    "d_model", d_model, COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP
+                ),
                 "h": _int_slider("h", h, 1, COST_H_MAX),
-                "n": W.SelectionSlider(options=ns, value=int(n), description="n",
-                                       style=_SLIDER_STYLE, continuous_update=True,
-                                       layout=W.Layout(width="480px")),
+                "n": W.SelectionSlider(
+                    options=ns,
+                    value=int(n),
+                    description="n",
+                    style=_SLIDER_STYLE,
+                    continuous_update=True,
+                    layout=W.Layout(width="480px"),
+                ),
             }
             super().__init__(children=[*controls.values(), self.summary])
             self.add_class("mha-cost-explorer")
@@ -445,16 +528,27 @@ def shape_explorer(d_model: int = 8, h: int = 2, n: int = 3):
     return _classes()["shape"](d_model=d_model, h=h, n=n)
 
 
-def kv_cache_explorer(num_layers: int = 80, num_heads: int = 64, num_kv_heads: int = 8,
-                      d_head: int = 128, seq_len: int = 4096, bytes_per_element: float = 2):
+def kv_cache_explorer(
+    num_layers: int = 80,
+    num_heads: int = 64,
+    num_kv_heads: int = 8,
+    d_head: int = 128,
+    seq_len: int = 4096,
+    bytes_per_element: float = 2,
+):
     """Controls for layers, query heads, KV heads (MHA / GQA / MQA), d_head, context length and
     bytes per element; shows the cache per token and per sequence, and real models' caches.
 
     The defaults are Llama 2 70B in fp16 (1.25 GiB at 4096 tokens).
     """
-    return _classes()["kv_cache"](num_layers=num_layers, num_heads=num_heads,
-                                  num_kv_heads=num_kv_heads, d_head=d_head, seq_len=seq_len,
-                                  bytes_per_element=bytes_per_element)
+    return _classes()["kv_cache"](
+        num_layers=num_layers,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        d_head=d_head,
+        seq_len=seq_len,
+        bytes_per_element=bytes_per_element,
+    )
 
 
 def cost_explorer(d_model: int = 768, h: int = 12, n: int = 1024):
@@ -472,14 +566,27 @@ _FACTORIES = {"shape": shape_explorer, "kv_cache": kv_cache_explorer, "cost": co
 def default_states(explorer_name: str) -> list[dict]:
     """A sweep of slider settings for benchmarks, including the largest sizes and invalid ones."""
     if explorer_name == "shape":
-        return [{"d_model": d, "h": h, "n": n}
-                for d in (8, 64, 256, 512, 768, 1024) for h in (1, 2, 3, 8, 16, 32) for n in (4, 8)]
+        return [
+            {"d_model": d, "h": h, "n": n}
+            for d in (8, 64, 256, 512, 768, 1024)
+            for h in (1, 2, 3, 8, 16, 32)
+            for n in (4, 8)
+        ]
     if explorer_name == "kv_cache":
-        return [{"num_layers": L, "num_heads": h, "num_kv_heads": g, "seq_len": s}
-                for L in (12, 80) for h in (32, 64) for g in (1, 6, 8, 32) for s in (4096, 131072)]
+        return [
+            {"num_layers": L, "num_heads": h, "num_kv_heads": g, "seq_len": s}
+            for L in (12, 80)
+            for h in (32, 64)
+            for g in (1, 6, 8, 32)
+            for s in (4096, 131072)
+        ]
     if explorer_name == "cost":
-        return [{"d_model": d, "h": h, "n": n}
-                for d in (64, 768, 4096) for h in (1, 5, 12, 64) for n in (128, 1024, 32768)]
+        return [
+            {"d_model": d, "h": h, "n": n}
+            for d in (64, 768, 4096)
+            for h in (1, 5, 12, 64)
+            for n in (128, 1024, 32768)
+        ]
     raise ValueError(f"unknown explorer {explorer_name!r}; choose from {sorted(_FACTORIES)}")
 
 

@@ -66,6 +66,7 @@ KATEX_CSS_VERSION = "0.16.22"  # site_src/_static/katex/ (see site_src/README.md
 
 # --- what goes into the site -----------------------------------------------------------------
 
+
 def lessons(root: Path = ROOT) -> list[Path]:
     return sorted((root / "notebooks").glob(LESSON_GLOB))
 
@@ -81,6 +82,7 @@ def docs_pages(root: Path = ROOT) -> list[Path]:
 
 
 # --- the repository URL and the links built from it ------------------------------------------
+
 
 def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str, bool]:
     """``(url, is_placeholder)`` from ``[project.urls]`` in pyproject.toml."""
@@ -114,6 +116,7 @@ def jupyterlab_url(path: str) -> str:
 
 # --- the home page, from the README ----------------------------------------------------------
 
+
 def _sections(markdown: str) -> tuple[str, dict[str, str]]:
     """Split a Markdown file at its level-2 headings: (text before the first, {title: body})."""
     pieces = re.split(r"^## +(.+?)\s*$", markdown, flags=re.M)
@@ -134,6 +137,7 @@ def notebook_title(path: Path) -> str:
 
 def _link_paths(text: str, stage: Path) -> str:
     """Turn the lesson map's `notebooks/x.ipynb` code spans into links to the pages."""
+
     def repl(m: re.Match) -> str:
         path = m.group(1)
         if not (stage / path).is_file():
@@ -145,6 +149,7 @@ def _link_paths(text: str, stage: Path) -> str:
         else:
             label = path
         return f"[{label}]({path})"
+
     return re.sub(r"`((?:notebooks|exercises|docs)/[\w.\-/]+\.(?:ipynb|md))`", repl, text)
 
 
@@ -153,13 +158,18 @@ def _outside_anchors(text: str, kept_titles: list[str]) -> str:
     the repository instead (a missing anchor would be a broken link)."""
     kept = {re.sub(r"[^\w\- ]", "", t).strip().lower().replace(" ", "-") for t in kept_titles}
     url = repository_url()[0].rstrip("/") + "/blob/main/README.md"
-    return re.sub(r"\]\(#([\w\-]+)\)",
-                  lambda m: m.group(0) if m.group(1) in kept else f"]({url}#{m.group(1)})", text)
+    return re.sub(
+        r"\]\(#([\w\-]+)\)",
+        lambda m: m.group(0) if m.group(1) in kept else f"]({url}#{m.group(1)})",
+        text,
+    )
 
 
 def home_page(readme: str, stage: Path, docs: list[str]) -> str:
     head, sections = _sections(readme)
-    lesson_map = next((body for title, body in sections.items() if title.lower().startswith("lesson map")), "")
+    lesson_map = next(
+        (body for title, body in sections.items() if title.lower().startswith("lesson map")), ""
+    )
     head = _outside_anchors(head, ["Lesson map"])
     lines = [head.strip(), ""]
     if lesson_map:
@@ -173,9 +183,20 @@ def home_page(readme: str, stage: Path, docs: list[str]) -> str:
         "page has a link to download its `.ipynb`, to open it in your own JupyterLab (after",
         "`make lab` in a copy of the course) and to open it on Binder.",
         "",
-        "```{toctree}", ":caption: Lessons", ":hidden:", ":glob:", "", "notebooks/[0-9][0-9]_*", "```",
+        "```{toctree}",
+        ":caption: Lessons",
+        ":hidden:",
+        ":glob:",
         "",
-        "```{toctree}", ":caption: Exercises", ":hidden:", "", "exercises/index", "```",
+        "notebooks/[0-9][0-9]_*",
+        "```",
+        "",
+        "```{toctree}",
+        ":caption: Exercises",
+        ":hidden:",
+        "",
+        "exercises/index",
+        "```",
         "",
     ]
     if docs:
@@ -185,22 +206,30 @@ def home_page(readme: str, stage: Path, docs: list[str]) -> str:
 
 def exercises_page(names: list[str]) -> str:
     rows = "\n".join(f"- [{name}]({name}.ipynb)" for name in names)
-    return "\n".join([
-        "# Exercises",
-        "",
-        "One exercise notebook per lesson, with the same numbers. Each page shows the notebook a",
-        "learner receives (the released student version, answers not filled in) and links to",
-        "download it. Every answer has a check cell below it that tells you at once whether the",
-        "answer is right and, if not, gives a hint aimed at the usual mistake.",
-        "",
-        rows,
-        "",
-        "```{toctree}", ":hidden:", ":glob:", "", "[0-9][0-9]_*", "```",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Exercises",
+            "",
+            "One exercise notebook per lesson, with the same numbers. Each page shows the notebook a",
+            "learner receives (the released student version, answers not filled in) and links to",
+            "download it. Every answer has a check cell below it that tells you at once whether the",
+            "answer is right and, if not, gives a hint aimed at the usual mistake.",
+            "",
+            rows,
+            "",
+            "```{toctree}",
+            ":hidden:",
+            ":glob:",
+            "",
+            "[0-9][0-9]_*",
+            "```",
+            "",
+        ]
+    )
 
 
 # --- staging ---------------------------------------------------------------------------------
+
 
 def _write_if_changed(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,7 +246,9 @@ def _copy_if_changed(src: Path, dest: Path) -> None:
 MD_LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 
 
-def rewrite_links(text: str, folder: str, staged: set[str], repo_url: str, root: Path = ROOT) -> str:
+def rewrite_links(
+    text: str, folder: str, staged: set[str], repo_url: str, root: Path = ROOT
+) -> str:
     """Make a page's relative Markdown links work on the site.
 
     ``folder`` is the page's folder in the repository (``notebooks``, ``docs``). A link to a
@@ -225,6 +256,7 @@ def rewrite_links(text: str, folder: str, staged: set[str], repo_url: str, root:
     goes to that page; a link to any other file or folder of the repository (``../CONTRIBUTING.md``)
     goes to it in the repository's web view. Anything else is left for Sphinx to report.
     """
+
     def repl(m: re.Match) -> str:
         target = m.group(2)
         if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith(("#", "/")):
@@ -242,6 +274,7 @@ def rewrite_links(text: str, folder: str, staged: set[str], repo_url: str, root:
         else:
             return m.group(0)
         return f"{m.group(1)}{new}{'#' + fragment if fragment else ''}{m.group(3)}"
+
     return MD_LINK.sub(repl, text)
 
 
@@ -254,7 +287,10 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
     lesson_files, exercise_files, doc_files = lessons(root), exercises(root), docs_pages(root)
     images = root / "docs" / "images"
     image_files = sorted(p for p in images.rglob("*") if p.is_file()) if images.is_dir() else []
-    staged = {p.relative_to(root).as_posix() for p in lesson_files + exercise_files + doc_files + image_files}
+    staged = {
+        p.relative_to(root).as_posix()
+        for p in lesson_files + exercise_files + doc_files + image_files
+    }
     staged |= {"index.md", "exercises/index.md"}
     repo_url = repository_url(root / "pyproject.toml")[0]
     for src in lesson_files + exercise_files:
@@ -280,7 +316,9 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
         _copy_if_changed(src, target)
         wanted.add(target)
     docs = [f"docs/{p.stem}" for p in doc_files]
-    _write_if_changed(dest / "exercises" / "index.md", exercises_page([p.stem for p in exercise_files]))
+    _write_if_changed(
+        dest / "exercises" / "index.md", exercises_page([p.stem for p in exercise_files])
+    )
     wanted.add(dest / "exercises" / "index.md")
     _write_if_changed(dest / "index.md", home_page((root / "README.md").read_text(), dest, docs))
     wanted.add(dest / "index.md")
@@ -291,6 +329,7 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
 
 # --- build -----------------------------------------------------------------------------------
 
+
 def _check_katex_version() -> None:
     """The stylesheet in _static/katex/ must suit the KaTeX script sphinxcontrib-katex ships."""
     try:
@@ -298,13 +337,20 @@ def _check_katex_version() -> None:
     except ImportError:
         return
     if katex_version.split(".")[:2] != KATEX_CSS_VERSION.split(".")[:2]:
-        print(f"note: sphinxcontrib-katex ships KaTeX {katex_version}, the site's KaTeX stylesheet is "
-              f"{KATEX_CSS_VERSION}: replace site_src/_static/katex/ (see site_src/README.md)",
-              file=sys.stderr)
+        print(
+            f"note: sphinxcontrib-katex ships KaTeX {katex_version}, the site's KaTeX stylesheet is "
+            f"{KATEX_CSS_VERSION}: replace site_src/_static/katex/ (see site_src/README.md)",
+            file=sys.stderr,
+        )
 
 
-def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK, quiet: bool = False,
-          jobs: str = "1", strict: bool = True) -> dict:
+def build(
+    out: Path = DEFAULT_OUT,
+    work: Path = DEFAULT_WORK,
+    quiet: bool = False,
+    jobs: str = "1",
+    strict: bool = True,
+) -> dict:
     """Stage the sources, run Sphinx in ``work`` and copy the finished site to ``out``.
 
     ``strict``: Sphinx's warnings are errors, so a broken link or a missing page fails the build.
@@ -314,20 +360,38 @@ def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK, quiet: bool = Fals
     contents = stage(work / "src")
     # Sphinx rewrites only the pages whose source changed, so every other page would keep the
     # old sidebar after a lesson or guide is added, renamed or removed: rebuild all of them then.
-    pages = json.dumps(sorted(p.relative_to(work / "src").as_posix() for p in (work / "src").rglob("*")
-                              if p.suffix in (".md", ".ipynb")))
+    pages = json.dumps(
+        sorted(
+            p.relative_to(work / "src").as_posix()
+            for p in (work / "src").rglob("*")
+            if p.suffix in (".md", ".ipynb")
+        )
+    )
     manifest = work / "pages.json"
     if not manifest.is_file() or manifest.read_text() != pages:
         shutil.rmtree(work / "doctrees", ignore_errors=True)
         shutil.rmtree(work / "html", ignore_errors=True)
     url, placeholder = repository_url()
     if placeholder:
-        print(f"note: the Binder links use the placeholder repository {url}: set [project.urls] "
-              f"Repository in pyproject.toml to the course's public repository", file=sys.stderr)
+        print(
+            f"note: the Binder links use the placeholder repository {url}: set [project.urls] "
+            f"Repository in pyproject.toml to the course's public repository",
+            file=sys.stderr,
+        )
     _check_katex_version()
     html = work / "html"
-    args = ["-b", "html", "-c", str(HERE), "-d", str(work / "doctrees"), "-j", jobs,
-            str(work / "src"), str(html)]
+    args = [
+        "-b",
+        "html",
+        "-c",
+        str(HERE),
+        "-d",
+        str(work / "doctrees"),
+        "-j",
+        jobs,
+        str(work / "src"),
+        str(html),
+    ]
     if strict:
         args[:0] = ["-W", "--keep-going"]
     if quiet:
@@ -335,16 +399,24 @@ def build(out: Path = DEFAULT_OUT, work: Path = DEFAULT_WORK, quiet: bool = Fals
     t0 = time.perf_counter()
     code = build_main(args)
     if code:
-        raise SystemExit(f"the site did not build (sphinx-build exited {code}; see the messages above)")
+        raise SystemExit(
+            f"the site did not build (sphinx-build exited {code}; see the messages above)"
+        )
     manifest.write_text(pages)
     if out.resolve() != html.resolve():
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(html, out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees"))
-    return {**contents, "seconds": time.perf_counter() - t0, "out": out, "repository": url,
-            "placeholder": placeholder}
+    return {
+        **contents,
+        "seconds": time.perf_counter() - t0,
+        "out": out,
+        "repository": url,
+        "placeholder": placeholder,
+    }
 
 
 # --- serving and the screenshot --------------------------------------------------------------
+
 
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test and build output readable
@@ -359,13 +431,23 @@ def serve(directory: Path) -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://{host}:{port}"
 
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 
 
 def chromium_path() -> str | None:
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -383,15 +465,19 @@ def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
     except ImportError:
         chromium = None
     if chromium is None:
-        print(f"note: no screenshot ({target}): Chromium or the playwright package is missing",
-              file=sys.stderr)
+        print(
+            f"note: no screenshot ({target}): Chromium or the playwright package is missing",
+            file=sys.stderr,
+        )
         return False
     server, base = serve(site)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
             try:
-                ctx = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+                ctx = browser.new_context(
+                    viewport={"width": 1280, "height": 800}, device_scale_factor=1
+                )
                 # Only this server: a screenshot must not depend on (or reach) the internet.
                 ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda route: route.abort())
                 tab = ctx.new_page()
@@ -399,8 +485,11 @@ def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
                 tab.wait_for_function("document.fonts.status === 'loaded'")
                 tab.locator(".katex").first.wait_for()
                 # Scrolled by script, not by #anchor: the theme highlights an anchor's target.
-                tab.evaluate("""id => { const e = document.getElementById(id);
-                    if (e) { e.scrollIntoView(); window.scrollBy(0, -16); } }""", SCREENSHOT_SECTION)
+                tab.evaluate(
+                    """id => { const e = document.getElementById(id);
+                    if (e) { e.scrollIntoView(); window.scrollBy(0, -16); } }""",
+                    SCREENSHOT_SECTION,
+                )
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shot = tab.screenshot()
                 if not target.is_file() or target.read_bytes() != shot:
@@ -416,15 +505,29 @@ def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the HTML goes (default: site/)")
-    parser.add_argument("--work", type=Path, default=None,
-                        help="Sphinx's working folder (default: build/site, or OUT-work beside --out)")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="where the HTML goes (default: site/)"
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="Sphinx's working folder (default: build/site, or OUT-work beside --out)",
+    )
     parser.add_argument("--clean", action="store_true", help="rebuild everything (drop the caches)")
-    parser.add_argument("--screenshot", type=Path, default=None, metavar="PNG",
-                        help="then photograph a lesson page into this file (needs Chromium)")
+    parser.add_argument(
+        "--screenshot",
+        type=Path,
+        default=None,
+        metavar="PNG",
+        help="then photograph a lesson page into this file (needs Chromium)",
+    )
     parser.add_argument("--jobs", default="1", help="Sphinx's -j (default 1)")
-    parser.add_argument("--allow-warnings", action="store_true",
-                        help="build even if Sphinx warns (a broken link, say); for a draft only")
+    parser.add_argument(
+        "--allow-warnings",
+        action="store_true",
+        help="build even if Sphinx warns (a broken link, say); for a draft only",
+    )
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
     out = args.out.resolve()
@@ -433,8 +536,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.clean:
         shutil.rmtree(work, ignore_errors=True)
     result = build(out, work, quiet=args.quiet, jobs=args.jobs, strict=not args.allow_warnings)
-    print(f"built {len(result['lessons'])} lessons, {len(result['exercises'])} exercises and "
-          f"{len(result['docs'])} guides in {result['seconds']:.1f} s: open {out / 'index.html'}")
+    print(
+        f"built {len(result['lessons'])} lessons, {len(result['exercises'])} exercises and "
+        f"{len(result['docs'])} guides in {result['seconds']:.1f} s: open {out / 'index.html'}"
+    )
     if args.screenshot:
         screenshot(out, args.screenshot.resolve())
     return 0

@@ -67,8 +67,11 @@ html_context = {
     "default_mode": "light",
     # Not used by the templates: Sphinx rewrites every page when html_context changes, so the
     # run boxes follow a new repository URL, a new learner guide or an edit of this file.
-    "mha_run_box": [REPOSITORY_URL, LEARNER_GUIDE,
-                    hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]],
+    "mha_run_box": [
+        REPOSITORY_URL,
+        LEARNER_GUIDE,
+        hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
+    ],
 }
 html_copy_source = False
 html_show_sourcelink = False
@@ -82,7 +85,6 @@ html_theme_options = {
     "navigation_with_keys": False,
     "search_bar_text": "Search the course...",
 }
-
 
 
 def _launch_box(pagename: str, learner_guide: bool = False) -> str | None:
@@ -100,8 +102,10 @@ def _launch_box(pagename: str, learner_guide: bool = False) -> str | None:
     )
     if folder == "notebooks":
         title = "Run this lesson"
-        intro = ("This page shows the notebook as stored, with its outputs; explorers appear as "
-                 "a static picture of their starting state. To run the code and move the sliders:")
+        intro = (
+            "This page shows the notebook as stored, with its outputs; explorers appear as "
+            "a static picture of their starting state. To run the code and move the sliders:"
+        )
         extra = ""
     else:
         title = "Do this exercise"
@@ -113,12 +117,18 @@ def _launch_box(pagename: str, learner_guide: bool = False) -> str | None:
             "yet</em>, or what went wrong, with a hint aimed at the usual mistake. The last cell, "
             "<code>score_summary(...)</code>, adds up your points. The checks run in your own "
             "kernel with the course installed (<code>make lab</code>); nothing is sent anywhere."
-            + (' More in the <a href="../docs/learner_guide.html">learner guide</a>.' if learner_guide else "")
+            + (
+                ' More in the <a href="../docs/learner_guide.html">learner guide</a>.'
+                if learner_guide
+                else ""
+            )
             + "</p>"
         )
     items = "".join(f"<li>{link}</li>" for link in links)
-    return (f'<div class="admonition note mha-launch"><p class="admonition-title">{title}</p>'
-            f"<p>{intro}</p><ul>{items}</ul>{extra}</div>")
+    return (
+        f'<div class="admonition note mha-launch"><p class="admonition-title">{title}</p>'
+        f"<p>{intro}</p><ul>{items}</ul>{extra}</div>"
+    )
 
 
 def add_launch_box(app, pagename, templatename, context, doctree) -> None:
@@ -143,7 +153,9 @@ def copy_notebooks(app, exception) -> None:
         for nb in sorted((src / folder).glob(site_build.LESSON_GLOB)):
             target = out / folder / nb.name
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(site_build.ROOT / folder / nb.name, target)  # the file as in the repository
+            shutil.copyfile(
+                site_build.ROOT / folder / nb.name, target
+            )  # the file as in the repository
 
 
 def setup(app):

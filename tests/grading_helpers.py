@@ -20,15 +20,22 @@ CORRECT = {
     "q03_concat_project": (
         "def concat_project(head_outputs, w_o):\n"
         "    joined = np.concatenate([np.asarray(x) for x in head_outputs], axis=-1)\n"
-        "    return joined @ w_o\n"),
+        "    return joined @ w_o\n"
+    ),
 }
-POINTS = {"q03_d_head": 1, "q03_identity_output": 1, "q03_concat_vs_average": 2,
-          "q03_concat_project": 4}
+POINTS = {
+    "q03_d_head": 1,
+    "q03_identity_output": 1,
+    "q03_concat_vs_average": 2,
+    "q03_concat_project": 4,
+}
 FULL = float(sum(POINTS.values()))  # automatic points of exercise 03
 WRITTEN = {"q03_explain": 2}
 
 
-def make_notebook(answers=None, drop_metadata=False, edit=None, written="Because W_O sees each head."):
+def make_notebook(
+    answers=None, drop_metadata=False, edit=None, written="Because W_O sees each head."
+):
     """A student notebook: the released exercise with some answer cells filled in."""
     nb = nbformat.read(EXERCISE, as_version=4)
     answers = dict(CORRECT if answers is None else answers)

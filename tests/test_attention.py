@@ -24,8 +24,8 @@ from mha_helpers import (
     split_heads,
 )
 
-
 # --- the independent reference ------------------------------------------------------------
+
 
 def naive_attention_one_head(q, k, v, allowed):
     """q (n_q, d), k (n_k, d), v (n_k, d_v), allowed[i][j] bool -> (n_q, d_v), weights."""
@@ -62,9 +62,9 @@ def naive_mha(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads=None, context=None,
     outs, all_weights = [], []
     for head in range(num_heads):
         kv = head // group  # repeat, not tile
-        q = q_all[:, head * d_head:(head + 1) * d_head]
-        k = k_all[:, kv * d_head:(kv + 1) * d_head]
-        v = v_all[:, kv * d_head:(kv + 1) * d_head]
+        q = q_all[:, head * d_head : (head + 1) * d_head]
+        k = k_all[:, kv * d_head : (kv + 1) * d_head]
+        v = v_all[:, kv * d_head : (kv + 1) * d_head]
         o, w = naive_attention_one_head(q, k, v, allowed)
         outs.append(o)
         all_weights.append(w)
@@ -89,14 +89,15 @@ def random_mask(rng, n, n_k):
 
 
 shapes = st.tuples(
-    st.integers(1, 5),                      # n
-    st.sampled_from([1, 2, 3, 4, 6]),       # num_heads
-    st.integers(1, 3),                      # d_head
-    st.integers(0, 2**32 - 1),              # seed
+    st.integers(1, 5),  # n
+    st.sampled_from([1, 2, 3, 4, 6]),  # num_heads
+    st.integers(1, 3),  # d_head
+    st.integers(0, 2**32 - 1),  # seed
 )
 
 
 # --- equivalence ---------------------------------------------------------------------------
+
 
 @settings(max_examples=60, deadline=None)
 @given(shapes, st.booleans())
@@ -123,8 +124,9 @@ def test_batched_cross_attention_matches_naive_loops(shape, n_k, batch):
     context = rng.normal(size=(batch, n_k, d_model))
     w = random_layer(rng, d_model)
     mask = np.stack([random_mask(rng, n, n_k) for _ in range(batch)])
-    y, weights = multi_head_attention(x, *w, num_heads=h, context=context, mask=mask,
-                                      return_weights=True)
+    y, weights = multi_head_attention(
+        x, *w, num_heads=h, context=context, mask=mask, return_weights=True
+    )
     assert y.shape == (batch, n, d_model) and weights.shape == (batch, h, n, n_k)
     for b in range(batch):
         y_ref, w_ref = naive_mha(x[b], *w, h, context=context[b], mask=mask[b])
@@ -133,8 +135,14 @@ def test_batched_cross_attention_matches_naive_loops(shape, n_k, batch):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 5), st.sampled_from([(1, 1), (2, 1), (4, 1), (4, 2), (6, 3), (6, 2), (8, 4)]),
-       st.integers(1, 3), st.integers(0, 2**32 - 1), st.booleans(), st.integers(0, 2))
+@given(
+    st.integers(1, 5),
+    st.sampled_from([(1, 1), (2, 1), (4, 1), (4, 2), (6, 3), (6, 2), (8, 4)]),
+    st.integers(1, 3),
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+    st.integers(0, 2),
+)
 def test_gqa_matches_naive_loops(n, heads, d_head, seed, causal, batch):
     h, g = heads
     rng = np.random.default_rng(seed)
@@ -142,8 +150,9 @@ def test_gqa_matches_naive_loops(n, heads, d_head, seed, causal, batch):
     x = rng.normal(size=(n, d_model)) if batch == 0 else rng.normal(size=(batch, n, d_model))
     w = random_layer(rng, d_model, kv_width=g * d_head)
     mask = causal_mask(n) if causal else None
-    y, weights = grouped_query_attention(x, *w, num_heads=h, num_kv_heads=g, mask=mask,
-                                         return_weights=True)
+    y, weights = grouped_query_attention(
+        x, *w, num_heads=h, num_kv_heads=g, mask=mask, return_weights=True
+    )
     xs = [x] if batch == 0 else list(x)
     ys = [y] if batch == 0 else list(y)
     ws = [weights] if batch == 0 else list(weights)
@@ -170,9 +179,16 @@ def test_gqa_repeats_kv_heads_rather_than_tiling():
     x = rng.normal(size=(3, h * d_head))
     w_q, w_k, w_v, w_o = random_layer(rng, h * d_head, kv_width=g * d_head)
     _, weights = grouped_query_attention(x, w_q, w_k, w_v, w_o, h, g, return_weights=True)
+
     # Build the equivalent MHA weights by repeating each KV head's columns for its group.
-    rep = lambda w: np.concatenate([w[:, (i // 2) * d_head:(i // 2 + 1) * d_head] for i in range(h)], 1)
-    tile = lambda w: np.concatenate([w[:, (i % 2) * d_head:(i % 2 + 1) * d_head] for i in range(h)], 1)
+    def rep(w):
+        return np.concatenate(
+            [w[:, (i // 2) * d_head : (i // 2 + 1) * d_head] for i in range(h)], 1
+        )
+
+    def tile(w):
+        return np.concatenate([w[:, (i % 2) * d_head : (i % 2 + 1) * d_head] for i in range(h)], 1)
+
     _, w_rep = multi_head_attention(x, w_q, rep(w_k), rep(w_v), w_o, h, return_weights=True)
     _, w_tile = multi_head_attention(x, w_q, tile(w_k), tile(w_v), w_o, h, return_weights=True)
     np.testing.assert_allclose(weights, w_rep, rtol=1e-12)
@@ -196,6 +212,7 @@ def test_sdpa_matches_naive_with_leading_axes():
 
 # --- conventions learners rely on ------------------------------------------------------------
 
+
 def test_split_heads_takes_contiguous_columns_and_merge_inverts_it():
     x = np.arange(3 * 8).reshape(3, 8)  # token t, feature f -> 8 t + f
     heads = split_heads(x, 2)
@@ -217,8 +234,9 @@ def test_causal_mask_lets_query_i_see_keys_up_to_i():
 def test_causal_first_token_attends_only_to_itself():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(4, 8))
-    _, w = multi_head_attention(x, *random_layer(rng, 8), num_heads=2, mask=causal_mask(4),
-                                return_weights=True)
+    _, w = multi_head_attention(
+        x, *random_layer(rng, 8), num_heads=2, mask=causal_mask(4), return_weights=True
+    )
     np.testing.assert_allclose(w[:, 0, 0], 1.0)
     np.testing.assert_allclose(w.sum(-1), 1.0)
     assert np.all(np.triu(w[0], 1) == 0)
@@ -244,7 +262,9 @@ def test_float32_agrees_with_float64_to_float32_precision():
     x = rng.normal(size=(6, 16))
     w = random_layer(rng, 16)
     y64 = multi_head_attention(x, *w, num_heads=4)
-    y32 = multi_head_attention(x.astype(np.float32), *[a.astype(np.float32) for a in w], num_heads=4)
+    y32 = multi_head_attention(
+        x.astype(np.float32), *[a.astype(np.float32) for a in w], num_heads=4
+    )
     np.testing.assert_allclose(y32, y64, rtol=1e-4, atol=1e-5)
 
 
@@ -276,40 +296,67 @@ def test_worked_example_from_the_seed_lesson():
 
 # --- errors that teach ----------------------------------------------------------------------
 
+
 def _layer8():
     rng = np.random.default_rng(0)
     return rng.normal(size=(3, 8)), random_layer(rng, 8)
 
 
-@pytest.mark.parametrize("call, pattern", [
-    (lambda x, w: multi_head_attention(x, *w, num_heads=3),
-     r"d_model=8 is not divisible by num_heads=3: each head needs d_model / num_heads"),
-    (lambda x, w: multi_head_attention(x, *w, num_heads=0), r"num_heads must be a positive"),
-    (lambda x, w: multi_head_attention(x[0], *w, num_heads=2),
-     r"x has shape \(8,\), expected \(n, d_model\) or \(batch, n, d_model\)"),
-    (lambda x, w: multi_head_attention(x, w[0][:, :6], *w[1:], num_heads=2),
-     r"w_q has shape \(8, 6\), expected \(d_model, d_model\) = \(8, 8\)"),
-    (lambda x, w: multi_head_attention(x, *w, num_heads=2, mask=np.ones((3, 3))),
-     r"mask must be a boolean array .*0/1 float mask"),
-    (lambda x, w: multi_head_attention(x, *w, num_heads=2, mask=np.ones((3, 4), bool)),
-     r"mask has shape \(3, 4\), expected \(\.\.\., n_q, n_k\) = \(\.\.\., 3, 3\)"),
-    (lambda x, w: multi_head_attention(x, *w, num_heads=2, mask=np.zeros((3, 3), bool)),
-     r"mask blocks every key for at least one query"),
-    (lambda x, w: multi_head_attention(x, *w, num_heads=2, context=np.ones((2, 6))),
-     r"context has shape \(2, 6\), expected \(\*, 8\)"),
-    (lambda x, w: grouped_query_attention(x, w[0], w[1][:, :4], w[2][:, :4], w[3], 4, 3),
-     r"num_heads=4 is not divisible by num_kv_heads=3"),
-    (lambda x, w: grouped_query_attention(x, w[0], w[1], w[2], w[3], 4, 2),
-     r"w_k has shape \(8, 8\), expected \(d_model, num_kv_heads \* d_head\) = \(8, 4\)"),
-    (lambda x, w: split_heads(x, 3), r"d_model=8 is not divisible by num_heads=3"),
-    (lambda x, w: merge_heads(x), r"expected \(\.\.\., h, n, d_head\)"),
-    (lambda x, w: scaled_dot_product_attention(x, x[:, :4], x),
-     r"queries and keys must have the same width d_k"),
-    (lambda x, w: scaled_dot_product_attention(x, x, x[:2]), r"one value per key"),
-    (lambda x, w: softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]])), r"all -inf"),
-    (lambda x, w: causal_mask(0), r"positive whole number of tokens"),
-    (lambda x, w: multi_head_attention(np.array([["a"] * 8]), *w, num_heads=2), r"must be numeric"),
-])
+@pytest.mark.parametrize(
+    "call, pattern",
+    [
+        (
+            lambda x, w: multi_head_attention(x, *w, num_heads=3),
+            r"d_model=8 is not divisible by num_heads=3: each head needs d_model / num_heads",
+        ),
+        (lambda x, w: multi_head_attention(x, *w, num_heads=0), r"num_heads must be a positive"),
+        (
+            lambda x, w: multi_head_attention(x[0], *w, num_heads=2),
+            r"x has shape \(8,\), expected \(n, d_model\) or \(batch, n, d_model\)",
+        ),
+        (
+            lambda x, w: multi_head_attention(x, w[0][:, :6], *w[1:], num_heads=2),
+            r"w_q has shape \(8, 6\), expected \(d_model, d_model\) = \(8, 8\)",
+        ),
+        (
+            lambda x, w: multi_head_attention(x, *w, num_heads=2, mask=np.ones((3, 3))),
+            r"mask must be a boolean array .*0/1 float mask",
+        ),
+        (
+            lambda x, w: multi_head_attention(x, *w, num_heads=2, mask=np.ones((3, 4), bool)),
+            r"mask has shape \(3, 4\), expected \(\.\.\., n_q, n_k\) = \(\.\.\., 3, 3\)",
+        ),
+        (
+            lambda x, w: multi_head_attention(x, *w, num_heads=2, mask=np.zeros((3, 3), bool)),
+            r"mask blocks every key for at least one query",
+        ),
+        (
+            lambda x, w: multi_head_attention(x, *w, num_heads=2, context=np.ones((2, 6))),
+            r"context has shape \(2, 6\), expected \(\*, 8\)",
+        ),
+        (
+            lambda x, w: grouped_query_attention(x, w[0], w[1][:, :4], w[2][:, :4], w[3], 4, 3),
+            r"num_heads=4 is not divisible by num_kv_heads=3",
+        ),
+        (
+            lambda x, w: grouped_query_attention(x, w[0], w[1], w[2], w[3], 4, 2),
+            r"w_k has shape \(8, 8\), expected \(d_model, num_kv_heads \* d_head\) = \(8, 4\)",
+        ),
+        (lambda x, w: split_heads(x, 3), r"d_model=8 is not divisible by num_heads=3"),
+        (lambda x, w: merge_heads(x), r"expected \(\.\.\., h, n, d_head\)"),
+        (
+            lambda x, w: scaled_dot_product_attention(x, x[:, :4], x),
+            r"queries and keys must have the same width d_k",
+        ),
+        (lambda x, w: scaled_dot_product_attention(x, x, x[:2]), r"one value per key"),
+        (lambda x, w: softmax(np.array([[0.0, 1.0], [-np.inf, -np.inf]])), r"all -inf"),
+        (lambda x, w: causal_mask(0), r"positive whole number of tokens"),
+        (
+            lambda x, w: multi_head_attention(np.array([["a"] * 8]), *w, num_heads=2),
+            r"must be numeric",
+        ),
+    ],
+)
 def test_bad_input_raises_a_value_error_that_explains(call, pattern):
     x, w = _layer8()
     with pytest.raises(ValueError, match=pattern):
@@ -326,14 +373,17 @@ def test_transposed_weight_is_named_as_such():
 
 # --- optional cross-check against PyTorch ----------------------------------------------------
 
+
 def _torch_or_skip():
     try:
         import torch
     except ImportError:
         if os.environ.get("CI") == "true":
             pytest.fail("CI must run the PyTorch cross-check: .ci/run installs torch (CPU)")
-        pytest.skip("PyTorch is not installed; the cross-check is optional for learners "
-                    "(pip install torch to run it)")
+        pytest.skip(
+            "PyTorch is not installed; the cross-check is optional for learners "
+            "(pip install torch to run it)"
+        )
     return torch
 
 
@@ -375,6 +425,7 @@ def test_gqa_agrees_with_torch_sdpa_enable_gqa():
     v = torch.from_numpy(split_heads(x @ w_v, g).copy())  # (g, n, d_head)
     # scaled_dot_product_attention's boolean mask means True = may attend, like ours.
     out = torch.nn.functional.scaled_dot_product_attention(
-        q[None], k[None], v[None], attn_mask=torch.from_numpy(causal_mask(n)), enable_gqa=True)
+        q[None], k[None], v[None], attn_mask=torch.from_numpy(causal_mask(n)), enable_gqa=True
+    )
     y_torch = merge_heads(out[0].numpy()) @ w_o  # (n, d_model)
     np.testing.assert_allclose(y, y_torch, rtol=1e-5, atol=1e-5)

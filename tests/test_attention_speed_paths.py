@@ -9,8 +9,12 @@ softmax attention, on both sides of the bound, with and without masks, in float3
 import numpy as np
 import pytest
 
-from mha_helpers import causal_mask, grouped_query_attention, multi_head_attention
-from mha_helpers import scaled_dot_product_attention
+from mha_helpers import (
+    causal_mask,
+    grouped_query_attention,
+    multi_head_attention,
+    scaled_dot_product_attention,
+)
 from mha_helpers.attention import _exp_cannot_overflow
 from mha_helpers.heads import merge_heads, split_heads
 
@@ -27,8 +31,9 @@ def plain_attention(q, k, v, mask=None):
 
 
 def plain_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
-    out, weights = plain_attention(split_heads(x @ w_q, h), split_heads(x @ w_k, h),
-                                   split_heads(x @ w_v, h), mask)
+    out, weights = plain_attention(
+        split_heads(x @ w_q, h), split_heads(x @ w_k, h), split_heads(x @ w_v, h), mask
+    )
     return merge_heads(out) @ w_o, weights
 
 
@@ -41,11 +46,12 @@ TOL = {np.float32: dict(rtol=2e-4, atol=1e-5), np.float64: dict(rtol=1e-10, atol
 def test_shortcuts_match_plain_attention(dtype, logit_scale, masked):
     rng = np.random.default_rng(7)
     n, d_model, h = 6, 8, 2
-    x = (rng.normal(size=(n, d_model)) * logit_scale ** 0.5).astype(dtype)
-    w = [(rng.normal(size=(d_model, d_model)) * logit_scale ** 0.25).astype(dtype) for _ in range(4)]
+    x = (rng.normal(size=(n, d_model)) * logit_scale**0.5).astype(dtype)
+    w = [(rng.normal(size=(d_model, d_model)) * logit_scale**0.25).astype(dtype) for _ in range(4)]
     mask = causal_mask(n) if masked else None
-    y_ref, weights_ref = plain_mha(x.astype(np.float64), *[a.astype(np.float64) for a in w], h,
-                                   mask)
+    y_ref, weights_ref = plain_mha(
+        x.astype(np.float64), *[a.astype(np.float64) for a in w], h, mask
+    )
     scale = np.abs(y_ref).max()
     y = multi_head_attention(x, *w, num_heads=h, mask=mask)
     y2, weights = multi_head_attention(x, *w, num_heads=h, mask=mask, return_weights=True)
@@ -89,7 +95,8 @@ def test_gqa_without_weights_matches_with_weights():
     w_k, w_v = (rng.normal(size=(12, 6)).astype(np.float32) for _ in range(2))
     for mask in (None, causal_mask(5)):
         a = grouped_query_attention(x, w_q, w_k, w_v, w_o, 4, 2, mask=mask)
-        b, weights = grouped_query_attention(x, w_q, w_k, w_v, w_o, 4, 2, mask=mask,
-                                             return_weights=True)
+        b, weights = grouped_query_attention(
+            x, w_q, w_k, w_v, w_o, 4, 2, mask=mask, return_weights=True
+        )
         assert a.dtype == np.float32 and weights.shape == (2, 4, 5, 5)
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)

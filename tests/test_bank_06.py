@@ -41,8 +41,12 @@ def _out(fn, args):
 
 def test_the_questions_of_exercise_06():
     assert [q.grade_id for q in questions_for("06_what_heads_learn")] == [
-        "q06_head_backward", "q06_measure_roles", "q06_roles_seed7", "q06_remove_head",
-        "q06_prune_prediction"]
+        "q06_head_backward",
+        "q06_measure_roles",
+        "q06_roles_seed7",
+        "q06_remove_head",
+        "q06_prune_prediction",
+    ]
 
 
 @pytest.mark.parametrize("q", QUESTIONS, ids=lambda q: q.grade_id)
@@ -75,8 +79,11 @@ def test_different_mistakes_give_different_numbers_on_some_public_case(q):
     outputs = {m.name: [_out(m.answer, c) for c in cases] for m in q.mistakes}
     for a, b in itertools.combinations(q.mistakes, 2):
         assert any(
-            (isinstance(x, str) or isinstance(y, str)) and x != y
-            or not isinstance(x, str) and not isinstance(y, str) and difference(x, y) is not None
+            (isinstance(x, str) or isinstance(y, str))
+            and x != y
+            or not isinstance(x, str)
+            and not isinstance(y, str)
+            and difference(x, y) is not None
             for x, y in zip(outputs[a.name], outputs[b.name])
         ), f"{q.grade_id}: {a.name!r} and {b.name!r} give the same numbers on every public case"
 
@@ -98,8 +105,10 @@ def test_masking_after_the_softmax_is_named():
 def test_swapped_columns_are_named():
     def swapped(weights):
         t = np.arange(2, weights.shape[-1])
-        return np.stack([weights[:, :, t, 0].mean(axis=(0, 2)),
-                         weights[:, :, t, t - 1].mean(axis=(0, 2))], axis=1)
+        return np.stack(
+            [weights[:, :, t, 0].mean(axis=(0, 2)), weights[:, :, t, t - 1].mean(axis=(0, 2))],
+            axis=1,
+        )
 
     r = evaluate(get_question("q06_measure_roles"), swapped)
     assert r["status"] == "failed" and "swapped columns" in r["hint"]
@@ -108,7 +117,7 @@ def test_swapped_columns_are_named():
 def test_an_in_place_remove_head_is_caught_on_the_public_cases():
     def in_place(w_o, head, num_heads):
         d_head = w_o.shape[0] // num_heads
-        w_o[head * d_head:(head + 1) * d_head] = 0.0
+        w_o[head * d_head : (head + 1) * d_head] = 0.0
         return w_o
 
     r = evaluate(get_question("q06_remove_head"), in_place)
@@ -129,7 +138,9 @@ def test_references_agree_with_the_course_functions(seed):
     q = get_question("q06_head_backward")
     for qq, k, v, d_out in q.cases(rng(seed)):
         _, weights = scaled_dot_product_attention(qq, k, v, causal_mask(qq.shape[0]))
-        for mine, course in zip(q.reference(qq, k, v, d_out), attention_backward(qq, k, v, weights, d_out)):
+        for mine, course in zip(
+            q.reference(qq, k, v, d_out), attention_backward(qq, k, v, weights, d_out)
+        ):
             np.testing.assert_allclose(mine, course, rtol=1e-10, atol=1e-12)
     q = get_question("q06_measure_roles")
     for (weights,) in q.cases(rng(seed)):

@@ -12,8 +12,13 @@ import numpy as np
 import pytest
 from test_attention import _torch_or_skip
 
-from mha_helpers import (causal_mask, multi_head_attention, pytorch_state_dict,
-                         to_pytorch_attn_mask, to_pytorch_key_padding_mask)
+from mha_helpers import (
+    causal_mask,
+    multi_head_attention,
+    pytorch_state_dict,
+    to_pytorch_attn_mask,
+    to_pytorch_key_padding_mask,
+)
 from mha_helpers.grading.check import evaluate, self_check
 from mha_helpers.grading.compare import difference
 from mha_helpers.grading.questions import get_question, questions_for
@@ -48,7 +53,9 @@ def test_reference_passes_and_every_mistake_gets_its_own_hint(q, seed):
         assert r["hint"] == m.hint, m.name
 
 
-@pytest.mark.parametrize("q", [q for q in QUESTIONS if q.kind == "function"], ids=lambda q: q.grade_id)
+@pytest.mark.parametrize(
+    "q", [q for q in QUESTIONS if q.kind == "function"], ids=lambda q: q.grade_id
+)
 def test_public_cases_tell_the_mistakes_apart(q):
     """On the first public case, each mistake differs from the reference and from every other
     mistake that has another hint, so the self-check can name it from the public data alone."""
@@ -58,7 +65,7 @@ def test_public_cases_tell_the_mistakes_apart(q):
     for m, out in outs:
         assert difference(right, out, q.rtol, q.atol) is not None, m.name
     for i, (m1, a) in enumerate(outs):
-        for m2, b in outs[i + 1:]:
+        for m2, b in outs[i + 1 :]:
             if m1.hint != m2.hint:
                 assert difference(a, b, q.rtol, q.atol) is not None, (m1.name, m2.name)
 
@@ -75,10 +82,19 @@ def test_the_learners_self_check_from_the_released_data_names_each_mistake(q):
         assert r["status"] == "failed" and r["hint"] == m.hint, m.name
 
 
-@pytest.mark.parametrize("gid, answer", [
-    ("q07_in_proj_weight", lambda w_q, w_k, w_v: pytorch_state_dict(w_q, w_k, w_v, w_q)["in_proj_weight"]),
-    ("q07_key_padding_mask", lambda mask: to_pytorch_key_padding_mask(np.asarray(mask).any(axis=-2))),
-])
+@pytest.mark.parametrize(
+    "gid, answer",
+    [
+        (
+            "q07_in_proj_weight",
+            lambda w_q, w_k, w_v: pytorch_state_dict(w_q, w_k, w_v, w_q)["in_proj_weight"],
+        ),
+        (
+            "q07_key_padding_mask",
+            lambda mask: to_pytorch_key_padding_mask(np.asarray(mask).any(axis=-2)),
+        ),
+    ],
+)
 def test_an_answer_that_calls_the_conversion_helper_scores_nothing(gid, answer):
     r = evaluate(get_question(gid), answer)
     assert r["points"] == 0 and r["status"] != "passed"
@@ -110,10 +126,13 @@ def test_other_forms_of_right_answers_pass():
     last_row = lambda mask: ~np.asarray(mask)[:, -1, :]  # noqa: E731 - right for these masks too
     assert evaluate(get_question("q07_key_padding_mask"), last_row)["status"] == "passed"
     stacked_then_transposed = lambda w_q, w_k, w_v: np.hstack([w_q, w_k, w_v]).T  # noqa: E731
-    assert evaluate(get_question("q07_in_proj_weight"), stacked_then_transposed)["status"] == "passed"
+    assert (
+        evaluate(get_question("q07_in_proj_weight"), stacked_then_transposed)["status"] == "passed"
+    )
 
 
 # --- the references agree with the course ----------------------------------------------------
+
 
 def test_cross_shape_is_what_multi_head_attention_returns():
     rng = np.random.default_rng(0)
@@ -161,16 +180,23 @@ def test_in_proj_reference_matches_the_helper(seed):
 
 # --- the PyTorch answers, checked in PyTorch ------------------------------------------------
 
+
 def test_in_proj_reference_loads_into_torch_and_reproduces_the_course():
     torch = _torch_or_skip()
     q = get_question("q07_in_proj_weight")
     rng = np.random.default_rng(4)
     d_model, h = 8, 2
-    w_q, w_k, w_v, w_o = (rng.normal(scale=d_model ** -0.5, size=(d_model, d_model)).astype(np.float32)
-                          for _ in range(4))
+    w_q, w_k, w_v, w_o = (
+        rng.normal(scale=d_model**-0.5, size=(d_model, d_model)).astype(np.float32)
+        for _ in range(4)
+    )
     layer = torch.nn.MultiheadAttention(d_model, h, bias=False, batch_first=True).eval()
-    layer.load_state_dict({"in_proj_weight": torch.from_numpy(q.reference(w_q, w_k, w_v)),
-                           "out_proj.weight": torch.from_numpy(w_o.T.copy())})
+    layer.load_state_dict(
+        {
+            "in_proj_weight": torch.from_numpy(q.reference(w_q, w_k, w_v)),
+            "out_proj.weight": torch.from_numpy(w_o.T.copy()),
+        }
+    )
     x = rng.normal(size=(2, 3, d_model)).astype(np.float32)
     with torch.no_grad():
         xt = torch.from_numpy(x)
@@ -184,7 +210,10 @@ def test_only_option_b_of_the_multiple_choice_computes_the_course_layer():
     rng = np.random.default_rng(5)
     d_model, h, n = 8, 2, 4
     lengths = np.array([4, 2])
-    w = [rng.normal(scale=d_model ** -0.5, size=(d_model, d_model)).astype(np.float32) for _ in range(4)]
+    w = [
+        rng.normal(scale=d_model**-0.5, size=(d_model, d_model)).astype(np.float32)
+        for _ in range(4)
+    ]
     x = rng.normal(size=(2, n, d_model)).astype(np.float32)
     causal = causal_mask(n)
     key_valid = np.arange(n) < lengths[:, None]

@@ -34,6 +34,7 @@ QUESTIONS = [q for a in ASSIGNMENTS for q in questions_for(a) if q.kind != "manu
 FUNCTIONS = [q for q in QUESTIONS if q.kind == "function"]
 SEEDS = [1, 2, 3, 17, 123]
 
+
 def _right(q):
     """A right answer. q02_full_layer's reference IS the course's multi_head_attention, which
     an answer may not call, so its right answer here is the bank's own NumPy layer with no slip
@@ -91,7 +92,10 @@ def test_each_mistake_gets_its_own_hint_on_the_public_cases(q, m):
     assert r["status"] == "failed", (m.name, r["message"])
     assert r["hint"] == m.hint, (m.name, r["message"], r["hint"])
     released = self_check(q.grade_id, m.answer)
-    assert released["status"] == "failed" and released["hint"] == m.hint, (m.name, released["message"])
+    assert released["status"] == "failed" and released["hint"] == m.hint, (
+        m.name,
+        released["message"],
+    )
 
 
 @pytest.mark.parametrize("q", FUNCTIONS, ids=lambda q: q.grade_id)
@@ -102,8 +106,11 @@ def test_different_mistakes_give_different_numbers_on_some_public_case(q):
         if a.hint == b.hint:  # two ways to write one slip (sqrt of n_q or of n_k) may coincide
             continue
         assert any(
-            (isinstance(x, str) or isinstance(y, str)) and x != y
-            or not isinstance(x, str) and not isinstance(y, str) and difference(x, y) is not None
+            (isinstance(x, str) or isinstance(y, str))
+            and x != y
+            or not isinstance(x, str)
+            and not isinstance(y, str)
+            and difference(x, y) is not None
             for x, y in zip(outputs[a.name], outputs[b.name])
         ), f"{q.grade_id}: {a.name!r} and {b.name!r} give the same numbers on every public case"
 
@@ -119,13 +126,17 @@ def test_the_global_maximum_softmax_fails_on_rows_of_very_different_scale():
     q = get_question("q01_softmax")
     cases = _public(q)
     glob = next(m.answer for m in q.mistakes if m.name == "global maximum")
-    rowmax = [c for c in cases if np.ptp(np.max(np.where(np.isfinite(c[0]), c[0], -1e300), axis=-1)) > 700]
+    rowmax = [
+        c for c in cases if np.ptp(np.max(np.where(np.isfinite(c[0]), c[0], -1e300), axis=-1)) > 700
+    ]
     assert rowmax, "a public case must have rows whose scales differ by more than exp can span"
     with np.errstate(all="ignore"):
         out = glob(*rowmax[0])
     assert not np.all(np.isfinite(out))  # the lower rows underflow to 0 / 0
     r = evaluate(q, glob)
-    assert r["status"] == "failed" and r["case"] == next(i for i, c in enumerate(cases) if c is rowmax[0])
+    assert r["status"] == "failed" and r["case"] == next(
+        i for i, c in enumerate(cases) if c is rowmax[0]
+    )
     assert r["hint"] == next(m.hint for m in q.mistakes if m.name == "global maximum")
     # its NaN rows differ from those of the unshifted softmax, which overflows in the top row
     no_shift = next(m.answer for m in q.mistakes if m.name == "no shift")
@@ -137,48 +148,75 @@ def test_the_same_slip_gets_the_same_hint_in_every_question():
     def hint(gid, name):
         return next(m.hint for m in get_question(gid).mistakes if m.name == name)
 
-    interleaved = {hint("q02_merge_heads", "interleaved"), hint("q03_concat_project", "interleaved"),
-                   hint("q02_full_layer", "interleaved merge"), hint("q03_identity_output", "interleaved")}
+    interleaved = {
+        hint("q02_merge_heads", "interleaved"),
+        hint("q03_concat_project", "interleaved"),
+        hint("q02_full_layer", "interleaved merge"),
+        hint("q03_identity_output", "interleaved"),
+    }
     assert len(interleaved) == 1
-    bare_split = {hint("q02_split_heads", "bare reshape"), hint("q02_per_head_attention", "bare reshape"),
-                  hint("q02_full_layer", "bare reshape split")}
+    bare_split = {
+        hint("q02_split_heads", "bare reshape"),
+        hint("q02_per_head_attention", "bare reshape"),
+        hint("q02_full_layer", "bare reshape split"),
+    }
     assert len(bare_split) == 1
-    strided = {hint("q02_split_heads", "strided split"), hint("q02_per_head_attention", "strided split"),
-               hint("q02_full_layer", "strided split")}
+    strided = {
+        hint("q02_split_heads", "strided split"),
+        hint("q02_per_head_attention", "strided split"),
+        hint("q02_full_layer", "strided split"),
+    }
     assert len(strided) == 1
-    bare_merge = {hint("q02_merge_heads", "bare reshape"), hint("q03_concat_project", "bare reshape"),
-                  hint("q02_full_layer", "bare reshape merge")}
+    bare_merge = {
+        hint("q02_merge_heads", "bare reshape"),
+        hint("q03_concat_project", "bare reshape"),
+        hint("q02_full_layer", "bare reshape merge"),
+    }
     assert len(bare_merge) == 1
-    query_axis = {hint("q01_softmax", "query axis"), hint("q01_masked_attention", "softmax over queries"),
-                  hint("q02_per_head_attention", "softmax over queries"),
-                  hint("q02_full_layer", "softmax over queries")}
+    query_axis = {
+        hint("q01_softmax", "query axis"),
+        hint("q01_masked_attention", "softmax over queries"),
+        hint("q02_per_head_attention", "softmax over queries"),
+        hint("q02_full_layer", "softmax over queries"),
+    }
     assert len(query_axis) == 1
     assert hint("q01_masked_attention", "mask inverted") == hint("q02_full_layer", "mask inverted")
-    assert hint("q02_per_head_attention", "scaled by sqrt(d_model)") == \
-        hint("q02_full_layer", "scaled by sqrt(d_model)")
+    assert hint("q02_per_head_attention", "scaled by sqrt(d_model)") == hint(
+        "q02_full_layer", "scaled by sqrt(d_model)"
+    )
 
 
-@pytest.mark.parametrize("gid, helper", [
-    ("q01_softmax", "mha_helpers.attention.softmax"),
-    ("q01_masked_attention", "mha_helpers.attention.scaled_dot_product_attention"),
-    ("q02_split_heads", "mha_helpers.heads.split_heads"),
-    ("q02_merge_heads", "mha_helpers.heads.merge_heads"),
-    ("q02_per_head_attention", "mha_helpers.heads.multi_head_attention"),
-    ("q02_full_layer", "mha_helpers.heads.multi_head_attention"),
-    ("q03_concat_project", "mha_helpers.heads.merge_heads"),
-])
+@pytest.mark.parametrize(
+    "gid, helper",
+    [
+        ("q01_softmax", "mha_helpers.attention.softmax"),
+        ("q01_masked_attention", "mha_helpers.attention.scaled_dot_product_attention"),
+        ("q02_split_heads", "mha_helpers.heads.split_heads"),
+        ("q02_merge_heads", "mha_helpers.heads.merge_heads"),
+        ("q02_per_head_attention", "mha_helpers.heads.multi_head_attention"),
+        ("q02_full_layer", "mha_helpers.heads.multi_head_attention"),
+        ("q03_concat_project", "mha_helpers.heads.merge_heads"),
+    ],
+)
 def test_each_question_forbids_the_helper_that_does_its_job(gid, helper):
     assert helper in get_question(gid).forbidden
 
 
-@pytest.mark.parametrize("gid, answer", [
-    ("q01_softmax", lambda s: softmax(s, axis=-1)),
-    ("q02_split_heads", lambda x, h: split_heads(x, h)),
-    ("q02_merge_heads", lambda x: merge_heads(x)),
-    ("q03_concat_project", lambda heads, w_o: merge_heads(np.asarray(heads)) @ w_o),
-    ("q02_full_layer", lambda x, w_q, w_k, w_v, w_o, h, mask=None:
-        multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads=h, mask=mask)),
-])
+@pytest.mark.parametrize(
+    "gid, answer",
+    [
+        ("q01_softmax", lambda s: softmax(s, axis=-1)),
+        ("q02_split_heads", lambda x, h: split_heads(x, h)),
+        ("q02_merge_heads", lambda x: merge_heads(x)),
+        ("q03_concat_project", lambda heads, w_o: merge_heads(np.asarray(heads)) @ w_o),
+        (
+            "q02_full_layer",
+            lambda x, w_q, w_k, w_v, w_o, h, mask=None: multi_head_attention(
+                x, w_q, w_k, w_v, w_o, num_heads=h, mask=mask
+            ),
+        ),
+    ],
+)
 def test_an_answer_that_calls_the_helper_scores_nothing_and_is_told_why(gid, answer):
     r = evaluate(get_question(gid), answer)
     assert r["points"] == 0 and r["status"] != "passed"
@@ -198,14 +236,17 @@ def test_references_agree_with_the_course_functions(seed):
         np.testing.assert_allclose(out, out2, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(w, w2, rtol=1e-10, atol=1e-12)
     for x, h in get_question("q02_split_heads").cases(rng(seed)):
-        np.testing.assert_array_equal(get_question("q02_split_heads").reference(x, h), split_heads(x, h))
+        np.testing.assert_array_equal(
+            get_question("q02_split_heads").reference(x, h), split_heads(x, h)
+        )
     for (x,) in get_question("q02_merge_heads").cases(rng(seed)):
         np.testing.assert_array_equal(get_question("q02_merge_heads").reference(x), merge_heads(x))
     q = get_question("q02_per_head_attention")
     for x, w_q, w_k, w_v, h in q.cases(rng(seed)):
         out, w = q.reference(x, w_q, w_k, w_v, h)
-        out2, w2 = scaled_dot_product_attention(split_heads(x @ w_q, h), split_heads(x @ w_k, h),
-                                                split_heads(x @ w_v, h))
+        out2, w2 = scaled_dot_product_attention(
+            split_heads(x @ w_q, h), split_heads(x @ w_k, h), split_heads(x @ w_v, h)
+        )
         np.testing.assert_allclose(out, out2, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(w, w2, rtol=1e-10, atol=1e-12)
     q = get_question("q03_concat_project")
@@ -226,8 +267,9 @@ def test_the_full_layer_cases_have_a_batch_axis_and_the_slip_free_layer_is_right
     for c in cases:
         x, w_q, w_k, w_v, w_o, h, *mask = c
         assert x.ndim == 3 and x.shape[0] > 1
-        np.testing.assert_allclose(b2._layer(x, w_q, w_k, w_v, w_o, h, *mask), q.reference(*c),
-                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            b2._layer(x, w_q, w_k, w_v, w_o, h, *mask), q.reference(*c), rtol=1e-10, atol=1e-12
+        )
     masks = [c[6] for c in cases[1:]]
     assert masks[0].any(axis=-1).all() and (~masks[0]).any(axis=-1).all()  # mixed rows
     assert np.array_equal(masks[1], np.tril(np.ones_like(masks[1])))
@@ -237,4 +279,6 @@ def test_value_questions_follow_from_their_definitions():
     assert get_question("q02_weights_shape").expected == (2, 5, 5)
     assert get_question("q03_d_head").expected == 768 // 12
     heads = np.array([[[1, 2]], [[3, 4]]])
-    assert get_question("q03_identity_output").expected == (merge_heads(heads) @ np.eye(4))[0].tolist()
+    assert (
+        get_question("q03_identity_output").expected == (merge_heads(heads) @ np.eye(4))[0].tolist()
+    )

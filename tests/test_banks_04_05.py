@@ -75,8 +75,11 @@ def test_different_mistakes_give_different_numbers_on_some_public_case(q):
     outputs = {m.name: [_out(m.answer, c) for c in cases] for m in q.mistakes}
     for a, b in itertools.combinations(q.mistakes, 2):
         assert any(
-            (isinstance(x, str) or isinstance(y, str)) and x != y
-            or not isinstance(x, str) and not isinstance(y, str) and difference(x, y) is not None
+            (isinstance(x, str) or isinstance(y, str))
+            and x != y
+            or not isinstance(x, str)
+            and not isinstance(y, str)
+            and difference(x, y) is not None
             for x, y in zip(outputs[a.name], outputs[b.name])
         ), f"{q.grade_id}: {a.name!r} and {b.name!r} give the same numbers on every public case"
 
@@ -113,7 +116,15 @@ def test_a_cache_answer_that_hard_codes_2_bytes_is_told_about_bytes_per_element(
 
 def test_a_cache_answer_with_the_group_size_is_told_so():
     def group(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
-        return 2 * num_layers * (num_heads // num_kv_heads) * d_head * bytes_per_element * seq_len * batch
+        return (
+            2
+            * num_layers
+            * (num_heads // num_kv_heads)
+            * d_head
+            * bytes_per_element
+            * seq_len
+            * batch
+        )
 
     assert "group size" in _hint_for("q05_cache_bytes", group)
 
@@ -132,12 +143,15 @@ def test_the_cache_answer_must_not_use_the_query_heads():
     assert all(c[1] != c[2] for c in _public(q))
 
 
-@pytest.mark.parametrize("gid, helper", [
-    ("q04_params", "mha_helpers.cost.attention_params"),
-    ("q04_flops", "mha_helpers.cost.attention_flops"),
-    ("q05_gqa", "mha_helpers.heads.grouped_query_attention"),
-    ("q05_cache_bytes", "mha_helpers.cost.kv_cache_bytes"),
-])
+@pytest.mark.parametrize(
+    "gid, helper",
+    [
+        ("q04_params", "mha_helpers.cost.attention_params"),
+        ("q04_flops", "mha_helpers.cost.attention_flops"),
+        ("q05_gqa", "mha_helpers.heads.grouped_query_attention"),
+        ("q05_cache_bytes", "mha_helpers.cost.kv_cache_bytes"),
+    ],
+)
 def test_each_question_forbids_the_helper_that_does_its_job(gid, helper):
     assert helper in get_question(gid).forbidden
 
@@ -154,19 +168,25 @@ def test_an_answer_that_calls_the_helper_scores_nothing_and_is_told_why():
 def test_references_agree_with_the_course_functions(seed):
     rng = np.random.default_rng
     for d_model, h, g, bias in get_question("q04_params").cases(rng(seed)):
-        assert get_question("q04_params").reference(d_model, h, g, bias) == \
-            attention_params(d_model, h, g, bias=bias)
+        assert get_question("q04_params").reference(d_model, h, g, bias) == attention_params(
+            d_model, h, g, bias=bias
+        )
     for n, d_model, h in get_question("q04_flops").cases(rng(seed)):
-        assert get_question("q04_flops").reference(n, d_model, h) == \
-            attention_flops(n, d_model, h)["total"]
+        assert (
+            get_question("q04_flops").reference(n, d_model, h)
+            == attention_flops(n, d_model, h)["total"]
+        )
     for layers, h, g, d_head, seq_len, b, batch in get_question("q05_cache_bytes").cases(rng(seed)):
-        assert get_question("q05_cache_bytes").reference(layers, h, g, d_head, seq_len, b, batch) \
-            == kv_cache_bytes(layers, g, d_head, seq_len, b, batch)
+        assert get_question("q05_cache_bytes").reference(
+            layers, h, g, d_head, seq_len, b, batch
+        ) == kv_cache_bytes(layers, g, d_head, seq_len, b, batch)
     for x, w_q, w_k, w_v, w_o, h, g in get_question("q05_gqa").cases(rng(seed)):
         np.testing.assert_allclose(
             get_question("q05_gqa").reference(x, w_q, w_k, w_v, w_o, h, g),
             grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads=h, num_kv_heads=g),
-            rtol=1e-12, atol=1e-12)
+            rtol=1e-12,
+            atol=1e-12,
+        )
 
 
 def test_value_answers_follow_from_the_formulas():
@@ -175,9 +195,12 @@ def test_value_answers_follow_from_the_formulas():
     assert get_question("q05_max_batch").expected == 40 * 2**30 // per_sequence
     # what changes when h doubles: (parameters, FLOPs, attention weights, d_head)
     d, n = 64, 10
-    changed = (attention_params(d, 4) != attention_params(d, 8),
-               attention_flops(n, d, 4)["total"] != attention_flops(n, d, 8)["total"],
-               4 * n * n != 8 * n * n, d // 4 != d // 8)
+    changed = (
+        attention_params(d, 4) != attention_params(d, 8),
+        attention_flops(n, d, 4)["total"] != attention_flops(n, d, 8)["total"],
+        4 * n * n != 8 * n * n,
+        d // 4 != d // 8,
+    )
     assert get_question("q04_changes_with_h").expected == changed
 
 
@@ -191,6 +214,7 @@ def test_mean_pool_of_identical_heads_is_exact():
     w_k = np.concatenate([k_a, k_a, k_b, k_b], axis=1)
     w_v = np.concatenate([v_a, v_a, v_b, v_b], axis=1)
     mha = grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads=4, num_kv_heads=4)
-    gqa = grouped_query_attention(x, w_q, pool(w_k, 4, 2), pool(w_v, 4, 2), w_o, num_heads=4,
-                                  num_kv_heads=2)
+    gqa = grouped_query_attention(
+        x, w_q, pool(w_k, 4, 2), pool(w_v, 4, 2), w_o, num_heads=4, num_kv_heads=2
+    )
     np.testing.assert_allclose(gqa, mha, rtol=1e-12, atol=1e-12)

@@ -40,9 +40,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 TOKEN = "mha-course-browser-test"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]  # containers often have a tiny /dev/shm
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]  # containers often have a tiny /dev/shm
 # A test-only user setting: every cell kept in the page (no windowing), so an explorer can be
 # found wherever it is. Nothing else is set: the notification settings come from postBuild.
 USER_SETTINGS = {
@@ -55,7 +61,11 @@ SCREENSHOT = "shape-explorer.png"
 
 
 def _chromium_path() -> str | None:
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -122,31 +132,45 @@ def _start_lab(tmp: Path, course_settings: bool):
     app_settings = tmp / "app-settings"  # where JupyterLab reads its overrides.d/
     app_settings.mkdir()
     if course_settings:
-        subprocess.run(["sh", str(ROOT / "postBuild"), str(app_settings)], check=True,
-                       capture_output=True)
-    env = dict(os.environ,
-               JUPYTERLAB_SETTINGS_DIR=str(user_settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp / "config"),
-               JUPYTER_DATA_DIR=str(tmp / "data"),
-               PYTHONHASHSEED="0")
+        subprocess.run(
+            ["sh", str(ROOT / "postBuild"), str(app_settings)], check=True, capture_output=True
+        )
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(user_settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_DATA_DIR=str(tmp / "data"),
+        PYTHONHASHSEED="0",
+    )
     port = _free_port()
     log = tmp / "jupyterlab.log"
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
-           f"--LabApp.app_settings_dir={app_settings}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.app_settings_dir={app_settings}",
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # CI containers run as root
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
         if proc.poll() is not None:
-            pytest.fail(f"JupyterLab exited with code {proc.returncode}:\n{log.read_text()[-3000:]}")
+            pytest.fail(
+                f"JupyterLab exited with code {proc.returncode}:\n{log.read_text()[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2) as r:
                 if r.status == 200:
@@ -215,6 +239,7 @@ def _save_artifacts(page, log_path: Path, name: str) -> list[Path]:
 # What a learner does
 # ---------------------------------------------------------------------------------------------
 
+
 def _dialogs(page) -> list[str]:
     dialogs = page.locator(".jp-Dialog")
     return [dialogs.nth(i).inner_text() for i in range(dialogs.count())]
@@ -229,7 +254,9 @@ def _open(page, lab: Lab, notebook: str, timeout: float = 60.0) -> None:
     while not status.count():
         assert not _dialogs(page), f"{notebook}: a dialog a learner must dismiss: {_dialogs(page)}"
         if time.monotonic() > deadline:
-            raise AssertionError(f"{notebook}: the kernel did not become idle within {timeout:.0f} s")
+            raise AssertionError(
+                f"{notebook}: the kernel did not become idle within {timeout:.0f} s"
+            )
         time.sleep(0.25)
 
 
@@ -269,7 +296,9 @@ def _set_slider(explorer, description: str, value) -> None:
 
 
 def _control(explorer, kind: str, description: str):
-    label = explorer.page.locator(".widget-label", has_text=re.compile(rf"^{re.escape(description)}$"))
+    label = explorer.page.locator(
+        ".widget-label", has_text=re.compile(rf"^{re.escape(description)}$")
+    )
     return explorer.locator(kind, has=label)
 
 
@@ -292,6 +321,7 @@ def _check_picture_after_reopen(page, lab: Lab, notebook: str, *expected: str) -
 # ---------------------------------------------------------------------------------------------
 # The tests
 # ---------------------------------------------------------------------------------------------
+
 
 def test_a_quiet_first_start_and_the_widget_check(page, lab, tmp_path, browser):
     from playwright.sync_api import expect
@@ -371,8 +401,9 @@ def test_shape_explorer_in_jupyterlab(page, lab):
     _set_slider(explorer, "d_model", 12)
     _set_slider(explorer, "h", 4)
     expect(d_head).to_contain_text("d_head = 3")
-    _check_picture_after_reopen(page, lab, "02_heads.ipynb",
-                                "Shape explorer at d_model = 12, h = 4, n = 3", "d_head = 3")
+    _check_picture_after_reopen(
+        page, lab, "02_heads.ipynb", "Shape explorer at d_model = 12, h = 4, n = 3", "d_head = 3"
+    )
 
 
 def test_cost_explorer_in_jupyterlab(page, lab):
@@ -398,8 +429,9 @@ def test_cost_explorer_in_jupyterlab(page, lab):
     expect(explorer).to_contain_text("Versus h, at d_model = 640 and n = 2,048")
     assert "Traceback" not in explorer.inner_text()
 
-    _check_picture_after_reopen(page, lab, "04_cost.ipynb",
-                                "Cost explorer at d_model = 640, h = 5, n = 2,048")
+    _check_picture_after_reopen(
+        page, lab, "04_cost.ipynb", "Cost explorer at d_model = 640, h = 5, n = 2,048"
+    )
 
 
 def test_kv_cache_explorer_in_jupyterlab(page, lab):
@@ -415,7 +447,9 @@ def test_kv_cache_explorer_in_jupyterlab(page, lab):
     expect(explorer.locator(".widget-toggle-button.mod-active")).to_have_text("MHA")
 
     explorer.get_by_role("button", name="MQA", exact=True).click()  # one shared KV head
-    expect(_control(explorer, ".widget-slider", "KV heads").locator(".widget-readout")).to_have_text("1")
+    expect(
+        _control(explorer, ".widget-slider", "KV heads").locator(".widget-readout")
+    ).to_have_text("1")
     expect(total).to_contain_text("40 KiB per token")
 
     _set_slider(explorer, "KV heads", 6)  # 64 / 6 is not whole: a plain message
@@ -423,13 +457,17 @@ def test_kv_cache_explorer_in_jupyterlab(page, lab):
     expect(total).to_have_count(0)
 
     _control(explorer, ".widget-dropdown", "load model").locator("select").select_option(
-        label="Falcon-7B (MQA)")
+        label="Falcon-7B (MQA)"
+    )
     expect(total).to_contain_text("8 KiB per token, 32 MiB per sequence")
-    expect(_control(explorer, ".widget-slider", "query heads").locator(".widget-readout")).to_have_text("71")
+    expect(
+        _control(explorer, ".widget-slider", "query heads").locator(".widget-readout")
+    ).to_have_text("71")
     assert "Traceback" not in explorer.inner_text()
 
-    _check_picture_after_reopen(page, lab, "05_variants.ipynb",
-                                "8 KiB per token, 32 MiB per sequence", "71 query heads")
+    _check_picture_after_reopen(
+        page, lab, "05_variants.ipynb", "8 KiB per token, 32 MiB per sequence", "71 query heads"
+    )
 
 
 def _screenshot(page, explorer) -> None:
@@ -445,8 +483,11 @@ def _screenshot(page, explorer) -> None:
     page.wait_for_timeout(500)
     box = explorer.bounding_box()
     bottom = min(1700, box["y"] + box["height"] + 12)
-    page.screenshot(path=str(folder / SCREENSHOT), clip={"x": 0, "y": 0, "width": 1200,
-                                                        "height": bottom}, animations="disabled")
+    page.screenshot(
+        path=str(folder / SCREENSHOT),
+        clip={"x": 0, "y": 0, "width": 1200, "height": bottom},
+        animations="disabled",
+    )
     page.set_viewport_size(size)
     page.keyboard.press("Control+b")
 

@@ -17,15 +17,13 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-from grading_helpers import (A03, FULL, ROOT, make_notebook, require_sandbox,
-                             with_answer, write_nb)
+from grading_helpers import A03, FULL, ROOT, make_notebook, require_sandbox, with_answer, write_nb
 
 from mha_helpers.cli import main
 from mha_helpers.grading import collect as collect_mod
 from mha_helpers.grading.collect import collect, normalise_name
-from mha_helpers.grading.course import PACKAGE_DIR
+from mha_helpers.grading.course import PACKAGE_DIR, find_course
 from mha_helpers.grading.release import ReleaseError, student_copy
-from mha_helpers.grading.course import find_course
 
 TIMEOUT = "20"
 
@@ -58,9 +56,13 @@ def test_canvas_bulk_download_is_one_row_per_student_with_late_flags(tmp_path, c
     subs = tmp_path / "canvas"
     subs.mkdir()
     nbformat.write(make_notebook(), subs / "smithjane_1234_98765_exercise_03.ipynb")
-    nbformat.write(make_notebook(with_answer("q03_d_head", "d_head = 1")),
-                   subs / "doeal_LATE_2222_3333_homework.ipynb")
-    with zipfile.ZipFile(subs / "zedkim_4444_5555_upload.zip", "w") as zf:  # a zip the student uploaded
+    nbformat.write(
+        make_notebook(with_answer("q03_d_head", "d_head = 1")),
+        subs / "doeal_LATE_2222_3333_homework.ipynb",
+    )
+    with zipfile.ZipFile(
+        subs / "zedkim_4444_5555_upload.zip", "w"
+    ) as zf:  # a zip the student uploaded
         zf.writestr("work/exercise_03.ipynb", nbformat.writes(make_notebook()))
     rc = grade(subs, "--out", tmp_path / "gb.csv", "--feedback", tmp_path / "fb")
     out = capsys.readouterr().out
@@ -71,16 +73,27 @@ def test_canvas_bulk_download_is_one_row_per_student_with_late_flags(tmp_path, c
     assert float(rows["zedkim"]["total"]) == FULL and float(rows["doeal"]["total"]) == FULL - 1
     assert "canvas" in out
     files = sorted(p.name for p in (tmp_path / "fb" / A03).iterdir())
-    assert files == ["doeal.html", "doeal.md", "smithjane.html", "smithjane.md", "zedkim.html", "zedkim.md"]
+    assert files == [
+        "doeal.html",
+        "doeal.md",
+        "smithjane.html",
+        "smithjane.md",
+        "zedkim.html",
+        "zedkim.md",
+    ]
     assert "smithjane" not in (tmp_path / "fb" / A03 / "doeal.md").read_text()
 
 
 def test_moodle_bulk_download_names_students_by_full_name(tmp_path, capsys):
     subs = tmp_path / "moodle"
     write_nb(subs, "Ana Lúcia Souza_123456_assignsubmission_file_", make_notebook(), "ex03.ipynb")
-    write_nb(subs / "Bo Chen_123457_assignsubmission_file_", "nested", make_notebook({}), "ex.ipynb")
+    write_nb(
+        subs / "Bo Chen_123457_assignsubmission_file_", "nested", make_notebook({}), "ex.ipynb"
+    )
     (subs / "Bo Chen_123457_assignsubmission_onlinetext_").mkdir()
-    (subs / "Bo Chen_123457_assignsubmission_onlinetext_" / "onlinetext.html").write_text("<p>hi</p>")
+    (subs / "Bo Chen_123457_assignsubmission_onlinetext_" / "onlinetext.html").write_text(
+        "<p>hi</p>"
+    )
     (subs / "Cy Dee_123458_assignsubmission_file_").mkdir()
     rc = grade(subs, "--out", tmp_path / "gb.csv")
     out = capsys.readouterr().out
@@ -146,10 +159,20 @@ def test_feedback_files_never_mix_two_students(tmp_path):
 
 def _with_added_cells(nb):
     """A helper defined in an added cell, used by the answer (as nbgrader would run it)."""
-    i = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "q03_concat_project")
-    nb.cells.insert(i, nbformat.v4.new_code_cell(
-        "def join_heads(heads):\n    return np.concatenate(list(heads), axis=-1)"))
-    nb.cells[i + 1].source = "def concat_project(head_outputs, w_o):\n    return join_heads(head_outputs) @ w_o\n"
+    i = next(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "q03_concat_project"
+    )
+    nb.cells.insert(
+        i,
+        nbformat.v4.new_code_cell(
+            "def join_heads(heads):\n    return np.concatenate(list(heads), axis=-1)"
+        ),
+    )
+    nb.cells[
+        i + 1
+    ].source = "def concat_project(head_outputs, w_o):\n    return join_heads(head_outputs) @ w_o\n"
 
 
 def test_cells_the_learner_added_run_in_place(tmp_path):
@@ -180,7 +203,9 @@ def test_regrading_one_student_keeps_the_others_and_feedback_of_other_weeks(tmp_
     assert "0 rows added, 1 replaced, 2 kept" in capsys.readouterr().out
     rows = {(r["student"], r["assignment"]): r for r in table(out)}
     assert len(rows) == 3
-    assert float(rows[("bob", A03)]["total"]) == FULL and float(rows[("alice", A03)]["total"]) == FULL
+    assert (
+        float(rows[("bob", A03)]["total"]) == FULL and float(rows[("alice", A03)]["total"]) == FULL
+    )
 
 
 def test_manual_scores_merge_into_total_and_pending(tmp_path, capsys):
@@ -195,8 +220,10 @@ def test_manual_scores_merge_into_total_and_pending(tmp_path, capsys):
     assert float(rows["alice"]["max"]) == FULL + 2
     assert rows["carol"]["q03_explain"] == "0" and float(rows["carol"]["pending"]) == 0
     scores = tmp_path / "scores.csv"
-    scores.write_text("student,grade_id,points\nalice,q03_explain,1.5\nnobody,q03_explain,1\n"
-                      "alice,q03_bogus,1\nbob,q03_explain,5\n")
+    scores.write_text(
+        "student,grade_id,points\nalice,q03_explain,1.5\nnobody,q03_explain,1\n"
+        "alice,q03_bogus,1\nbob,q03_explain,5\n"
+    )
     capsys.readouterr()
     rc = grade(subs, "--out", out, "--feedback", fb, "--manual", scores)
     text = capsys.readouterr().out
@@ -212,7 +239,9 @@ def test_manual_scores_merge_into_total_and_pending(tmp_path, capsys):
     # A later regrade without --manual keeps the points already entered.
     assert grade(subs / "alice", "--out", out) == 0
     rows = {r["student"]: r for r in table(out)}
-    assert float(rows["alice"]["q03_explain"]) == 1.5 and float(rows["alice"]["total"]) == FULL + 1.5
+    assert (
+        float(rows["alice"]["q03_explain"]) == 1.5 and float(rows["alice"]["total"]) == FULL + 1.5
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +259,9 @@ def test_outside_a_course_without_course_is_a_usage_error(tmp_path, capsys):
     rc = grade(tmp_path / "subs", "--out", tmp_path / "gb.csv", cwd=tmp_path)
     assert rc == 2 and not (tmp_path / "gb.csv").exists()
     assert "solutions/banks" in capsys.readouterr().err
-    assert grade(tmp_path / "subs", "--out", tmp_path / "gb.csv", "--course", ROOT, cwd=tmp_path) == 0
+    assert (
+        grade(tmp_path / "subs", "--out", tmp_path / "gb.csv", "--course", ROOT, cwd=tmp_path) == 0
+    )
 
 
 def test_a_batch_with_a_bad_row_exits_1_and_lists_it(tmp_path, capsys):
@@ -289,10 +320,18 @@ def test_student_copy_has_everything_a_learner_runs_and_no_solutions(tmp_path):
         if p.suffix in (".ipynb", ".json"):
             assert "BEGIN SOLUTION" not in p.read_text(encoding="utf-8"), p
     # The copy's self-check works on its own, from its own package and data.
-    code = ("import numpy as np\nfrom mha_helpers.grading import check\n"
-            "check('q03_d_head', 64)\ncheck('q03_concat_project', lambda h, w: np.concatenate(list(h), -1) @ w)\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(dest)), timeout=60)
+    code = (
+        "import numpy as np\nfrom mha_helpers.grading import check\n"
+        "check('q03_d_head', 64)\ncheck('q03_concat_project', lambda h, w: np.concatenate(list(h), -1) @ w)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(dest)),
+        timeout=60,
+    )
     assert "q03_d_head: passed" in out.stdout and "q03_concat_project: passed" in out.stdout, out
 
 
@@ -302,8 +341,16 @@ def test_validate_runs_the_notebook_as_the_grader_will(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "q03_concat_project: passed" in out
     assert "a cell you added" in out and "join_heads" in out
-    bad = write_nb(tmp_path, "me2", make_notebook(with_answer(
-        "q03_concat_project", "def concat_project(h, w):\n    return np.asarray(h).reshape(np.asarray(h).shape[1], -1) @ w\n")))
+    bad = write_nb(
+        tmp_path,
+        "me2",
+        make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "def concat_project(h, w):\n    return np.asarray(h).reshape(np.asarray(h).shape[1], -1) @ w\n",
+            )
+        ),
+    )
     assert main(["validate", str(bad)]) == 1
     out = capsys.readouterr().out
     from mha_helpers.grading.check import evaluate
@@ -315,7 +362,11 @@ def test_validate_runs_the_notebook_as_the_grader_will(tmp_path, capsys):
     hint = evaluate(get_question("q03_concat_project"), bare)["hint"]
     assert "q03_concat_project: not yet" in out and f"hint: {hint}" in out
     # Something that only worked in the learner's session (a name defined in no cell) shows up.
-    stale = write_nb(tmp_path, "me3", make_notebook(with_answer("q03_d_head", "d_head = width_i_computed_earlier")))
+    stale = write_nb(
+        tmp_path,
+        "me3",
+        make_notebook(with_answer("q03_d_head", "d_head = width_i_computed_earlier")),
+    )
     assert main(["validate", str(stale)]) == 1
     assert "NameError" in capsys.readouterr().out
 
@@ -325,15 +376,23 @@ def test_the_tools_work_on_the_course_in_front_of_them(tmp_path):
     and check-solutions must still find the course from the current directory, and a copied
     course folder must be the one written to."""
     site = tmp_path / "site-packages"
-    shutil.copytree(PACKAGE_DIR, site / "mha_helpers", ignore=shutil.ignore_patterns("__pycache__", "data"))
+    shutil.copytree(
+        PACKAGE_DIR, site / "mha_helpers", ignore=shutil.ignore_patterns("__pycache__", "data")
+    )
     course = tmp_path / "course"
     for part in ("solutions", "exercises"):
         shutil.copytree(ROOT / part, course / part, ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(os.environ, PYTHONPATH=str(site))
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "mha_helpers.cli", *args], cwd=course,
-                              capture_output=True, text=True, env=env, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "mha_helpers.cli", *args],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
 
     r = run("release", "--check")  # the copy has no self-check data yet: out of date
     assert r.returncode == 1 and "data" in r.stdout, r.stdout + r.stderr
@@ -343,8 +402,14 @@ def test_the_tools_work_on_the_course_in_front_of_them(tmp_path):
     assert run("release", "--check").returncode == 0
     r = run("check-solutions")
     assert r.returncode == 0 and f"ok   {A03}.ipynb" in r.stdout, r.stdout + r.stderr
-    r = subprocess.run([sys.executable, "-m", "mha_helpers.cli", "release", "--check"], cwd=tmp_path,
-                       capture_output=True, text=True, env=env, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "mha_helpers.cli", "release", "--check"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 2 and "no course folder found" in r.stderr
 
 
@@ -353,10 +418,14 @@ def test_a_huge_answer_cell_does_not_blow_up_the_grader(tmp_path):
     refuses it before parsing its code, and its own memory stays modest."""
     nb = make_notebook(with_answer("q03_concat_project", "# " + "x" * (9 * 2**20) + "\n"))
     write_nb(tmp_path / "subs", "big", nb)
-    code = ("import resource, json\nfrom mha_helpers.grading.grader import grade_paths\n"
-            f"[row] = grade_paths([{str(tmp_path / 'subs')!r}], jobs=1, timeout=20)\n"
-            "print(json.dumps([row['status'], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    code = (
+        "import resource, json\nfrom mha_helpers.grading.grader import grade_paths\n"
+        f"[row] = grade_paths([{str(tmp_path / 'subs')!r}], jobs=1, timeout=20)\n"
+        "print(json.dumps([row['status'], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     status, maxrss_kib = json.loads(out.stdout.strip().splitlines()[-1])
     assert status == "too-large"
     assert maxrss_kib < 400 * 1024, f"the grader used {maxrss_kib / 1024:.0f} MiB"

@@ -62,13 +62,15 @@ def test_params_equal_entries_of_the_weight_arrays(d_model, num_heads, num_kv_he
     assert attention_params(d_model, num_heads, num_kv_heads, d_head) == weights + biases
 
 
-@pytest.mark.parametrize("d_model, num_heads, num_kv_heads, d_head",
-                         [c for c in SMALL_CONFIGS if c[3] is None])
+@pytest.mark.parametrize(
+    "d_model, num_heads, num_kv_heads, d_head", [c for c in SMALL_CONFIGS if c[3] is None]
+)
 def test_counted_arrays_are_the_ones_the_helper_accepts(d_model, num_heads, num_kv_heads, d_head):
     layer = build_layer(d_model, num_heads, num_kv_heads, d_head, np.random.default_rng(1))
     x = np.random.default_rng(2).normal(size=(3, d_model))
-    y = grouped_query_attention(x, layer["w_q"], layer["w_k"], layer["w_v"], layer["w_o"],
-                                num_heads, num_kv_heads)
+    y = grouped_query_attention(
+        x, layer["w_q"], layer["w_k"], layer["w_v"], layer["w_o"], num_heads, num_kv_heads
+    )
     assert y.shape == (3, d_model)
 
 
@@ -125,15 +127,17 @@ def test_flops_equal_twice_the_counted_multiply_adds(n, d_model, num_heads, num_
     x = rng.normal(size=(n, d_model))
     d_h = d_model // num_heads if d_head is None else d_head
     counter = MacCounter()
-    y = counter.attention(x, layer["w_q"], layer["w_k"], layer["w_v"], layer["w_o"],
-                          num_heads, num_kv_heads, d_h)
+    y = counter.attention(
+        x, layer["w_q"], layer["w_k"], layer["w_v"], layer["w_o"], num_heads, num_kv_heads, d_h
+    )
     flops = attention_flops(n, d_model, num_heads, num_kv_heads, d_head)
     for step, macs in counter.macs.items():
         assert flops[step] == 2 * macs, step  # one multiply-add = 2 FLOPs
     assert flops["total"] == 2 * sum(counter.macs.values())
     if d_head is None:  # the counted loops compute the same layer as the helper
-        expected = grouped_query_attention(x, layer["w_q"], layer["w_k"], layer["w_v"],
-                                           layer["w_o"], num_heads, num_kv_heads)
+        expected = grouped_query_attention(
+            x, layer["w_q"], layer["w_k"], layer["w_v"], layer["w_o"], num_heads, num_kv_heads
+        )
         np.testing.assert_allclose(y, expected, rtol=1e-12, atol=1e-12)
 
 
@@ -161,6 +165,7 @@ def test_sharing_kv_heads_saves_only_the_k_and_v_projections():
 
 
 # ---------------------------------------------------------------- the fact sheet's numbers
+
 
 def test_fact_sheet_parameters():
     assert attention_params(768, 12) == 2_362_368  # BERT-base / GPT-2 small attention layer
@@ -233,9 +238,16 @@ def test_kv_cache_scales_with_every_factor():
 
 # ---------------------------------------------------------------- the model table itself
 
+
 def test_model_configs_are_consistent():
-    assert {"Llama 2 70B", "Llama 3 8B", "Mistral 7B", "Falcon-7B", "Gemma 2B",
-            "GPT-3 175B"} <= set(MODEL_CONFIGS)
+    assert {
+        "Llama 2 70B",
+        "Llama 3 8B",
+        "Mistral 7B",
+        "Falcon-7B",
+        "Gemma 2B",
+        "GPT-3 175B",
+    } <= set(MODEL_CONFIGS)
     for name, c in MODEL_CONFIGS.items():
         assert c.name == name and c.source
         if c.kind == "MLA":
@@ -253,7 +265,10 @@ def test_only_models_that_generate_keep_a_kv_cache():
     encoder_only = {n for n, c in MODEL_CONFIGS.items() if c.encoder_only}
     assert encoder_only == {"BERT-base", "BERT-large", "ViT-B/16"}
     assert {n for n, c in MODEL_CONFIGS.items() if c.encoder_decoder} == {
-        "Transformer base", "Transformer big", "T5-base"}
+        "Transformer base",
+        "Transformer big",
+        "T5-base",
+    }
     bert = MODEL_CONFIGS["BERT-base"]
     assert not bert.has_kv_cache and MODEL_CONFIGS["T5-base"].has_kv_cache
     for call in (bert.kv_cache_bytes_per_token, lambda: bert.cache_bytes(512)):
@@ -261,12 +276,17 @@ def test_only_models_that_generate_keep_a_kv_cache():
             call()
     # An encoder-decoder model's cache is its decoder's: 12 of T5-base's 12+12 layers.
     t5 = MODEL_CONFIGS["T5-base"]
-    assert t5.layers_text == "12+12" and t5.kv_cache_bytes_per_token() == kv_cache_bytes(12, 12, 64, 1)
+    assert t5.layers_text == "12+12" and t5.kv_cache_bytes_per_token() == kv_cache_bytes(
+        12, 12, 64, 1
+    )
     with pytest.raises(ValueError, match="not both"):
-        ModelConfig("x", 8, 1, 2, 2, 4, None, "MHA", "test", encoder_only=True, encoder_decoder=True)
+        ModelConfig(
+            "x", 8, 1, 2, 2, 4, None, "MHA", "test", encoder_only=True, encoder_decoder=True
+        )
 
 
 # ---------------------------------------------------------------- decoding arithmetic
+
 
 def _decode_step(num_layers, num_heads, num_kv_heads, d_head, seq_len, rng):
     """One generated token, layer by layer, with fp16 caches: the bytes of every cache array
@@ -286,7 +306,9 @@ def _decode_step(num_layers, num_heads, num_kv_heads, d_head, seq_len, rng):
     return read, 2 * macs
 
 
-@pytest.mark.parametrize("layers, h, g, d_head, s", [(2, 4, 4, 8, 10), (3, 8, 2, 4, 7), (1, 6, 1, 16, 5)])
+@pytest.mark.parametrize(
+    "layers, h, g, d_head, s", [(2, 4, 4, 8, 10), (3, 8, 2, 4, 7), (1, 6, 1, 16, 5)]
+)
 def test_decode_cost_counts_the_cache_read_and_the_products_of_one_step(layers, h, g, d_head, s):
     read, flops = _decode_step(layers, h, g, d_head, s, np.random.default_rng(0))
     c = decode_attention_cost(layers, h, g, d_head, s)
@@ -300,8 +322,9 @@ def test_decode_cost_counts_the_cache_read_and_the_products_of_one_step(layers, 
 def test_decode_intensity_of_real_models():
     def intensity(name, b=2):
         m = MODEL_CONFIGS[name]
-        return decode_attention_cost(m.num_layers, m.num_heads, m.num_kv_heads, m.d_head, 4096,
-                                     b)["intensity"]
+        return decode_attention_cost(m.num_layers, m.num_heads, m.num_kv_heads, m.d_head, 4096, b)[
+            "intensity"
+        ]
 
     assert intensity("Llama 2 7B") == 1.0  # MHA, fp16: one FLOP per byte
     assert intensity("Llama 2 70B") == 8.0  # 64 query heads share 8 KV heads
@@ -318,10 +341,17 @@ LLAMA2 = {  # config.json of meta-llama/Llama-2-7b-hf and -70b-hf: (d_ff, vocab)
 def _llama_shapes(c, d_ff, vocab):
     """The weight shapes of a Llama checkpoint, by name, as its state dict lists them."""
     d, kv = c.d_model, c.num_kv_heads * c.d_head
-    per_layer = {"q_proj": (d, c.num_heads * c.d_head), "k_proj": (d, kv), "v_proj": (d, kv),
-                 "o_proj": (c.num_heads * c.d_head, d), "gate_proj": (d, d_ff),
-                 "up_proj": (d, d_ff), "down_proj": (d_ff, d), "input_layernorm": (d,),
-                 "post_attention_layernorm": (d,)}
+    per_layer = {
+        "q_proj": (d, c.num_heads * c.d_head),
+        "k_proj": (d, kv),
+        "v_proj": (d, kv),
+        "o_proj": (c.num_heads * c.d_head, d),
+        "gate_proj": (d, d_ff),
+        "up_proj": (d, d_ff),
+        "down_proj": (d_ff, d),
+        "input_layernorm": (d,),
+        "post_attention_layernorm": (d,),
+    }
     shapes = {"embed_tokens": (vocab, d), "norm": (d,), "lm_head": (vocab, d)}
     for layer in range(c.num_layers):
         shapes.update({f"layers.{layer}.{k}": v for k, v in per_layer.items()})
@@ -333,17 +363,23 @@ def test_decoder_params_equal_the_entries_of_the_weight_arrays(name):
     c = MODEL_CONFIGS[name]
     d_ff, vocab = LLAMA2[name]
     counted = sum(math.prod(shape) for shape in _llama_shapes(c, d_ff, vocab).values())
-    assert decoder_params(c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head, d_ff,
-                          vocab) == counted
+    assert (
+        decoder_params(c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head, d_ff, vocab)
+        == counted
+    )
     assert counted == {"Llama 2 7B": 6_738_415_616, "Llama 2 70B": 68_976_648_192}[name]
 
 
 def test_decoder_params_options():
     untied = decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100)
-    assert decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100, tied_embeddings=True) == \
-        untied - 100 * 64
-    assert decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100, gated_ffn=False) == \
-        untied - 2 * 64 * 256
+    assert (
+        decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100, tied_embeddings=True)
+        == untied - 100 * 64
+    )
+    assert (
+        decoder_params(64, 2, 4, 4, 16, d_ff=256, vocab_size=100, gated_ffn=False)
+        == untied - 2 * 64 * 256
+    )
 
 
 def test_where_the_kv_cache_outweighs_the_weights():
@@ -351,15 +387,17 @@ def test_where_the_kv_cache_outweighs_the_weights():
     103 (70B); with one KV head per query head the 70B model would get there at 13."""
     for name, at in (("Llama 2 7B", 7), ("Llama 2 70B", 103)):
         c = MODEL_CONFIGS[name]
-        weights = 2 * decoder_params(c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head,
-                                     *LLAMA2[name])
+        weights = 2 * decoder_params(
+            c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head, *LLAMA2[name]
+        )
         per_sequence = c.cache_bytes(4096)
         batch = batch_where_cache_exceeds(weights, per_sequence)
         assert batch == at
         assert batch * per_sequence > weights >= (batch - 1) * per_sequence
     c = MODEL_CONFIGS["Llama 2 70B"]
-    weights = 2 * decoder_params(c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head,
-                                 *LLAMA2["Llama 2 70B"])
+    weights = 2 * decoder_params(
+        c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_head, *LLAMA2["Llama 2 70B"]
+    )
     assert batch_where_cache_exceeds(weights, kv_cache_bytes(80, 64, 128, 4096)) == 13
     with pytest.raises(ValueError, match="must be positive"):
         batch_where_cache_exceeds(10, 0)
@@ -367,25 +405,37 @@ def test_where_the_kv_cache_outweighs_the_weights():
 
 # ---------------------------------------------------------------- errors and formatting
 
-@pytest.mark.parametrize("call, words", [
-    (lambda: attention_params(8, 3), "not divisible by num_heads=3"),
-    (lambda: attention_params(8, 4, 3), "not divisible by num_kv_heads=3"),
-    (lambda: attention_params(8, 2, 4), "not divisible by num_kv_heads=4"),
-    (lambda: attention_flops(0, 8, 2), "n must be a positive"),
-    (lambda: attention_flops(3, 8, 2.0), "num_heads must be a positive"),
-    (lambda: kv_cache_bytes(2, 1, 4, 10, bytes_per_element=0), "bytes_per_element"),
-    (lambda: kv_cache_bytes(2, 1, 4, 10, bytes_per_element=True), "bytes_per_element"),
-    (lambda: kv_cache_bytes(2, True, 4, 10), "num_kv_heads"),
-])
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: attention_params(8, 3), "not divisible by num_heads=3"),
+        (lambda: attention_params(8, 4, 3), "not divisible by num_kv_heads=3"),
+        (lambda: attention_params(8, 2, 4), "not divisible by num_kv_heads=4"),
+        (lambda: attention_flops(0, 8, 2), "n must be a positive"),
+        (lambda: attention_flops(3, 8, 2.0), "num_heads must be a positive"),
+        (lambda: kv_cache_bytes(2, 1, 4, 10, bytes_per_element=0), "bytes_per_element"),
+        (lambda: kv_cache_bytes(2, 1, 4, 10, bytes_per_element=True), "bytes_per_element"),
+        (lambda: kv_cache_bytes(2, True, 4, 10), "num_kv_heads"),
+    ],
+)
 def test_errors_name_the_argument(call, words):
     with pytest.raises(ValueError, match=words):
         call()
 
 
-@pytest.mark.parametrize("value, text", [
-    (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (1536, "1.5 KiB"), (327_680, "320 KiB"),
-    (2**30 * 5 // 4, "1.25 GiB"), (2**40, "1 TiB"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1 KiB"),
+        (1536, "1.5 KiB"),
+        (327_680, "320 KiB"),
+        (2**30 * 5 // 4, "1.25 GiB"),
+        (2**40, "1 TiB"),
+    ],
+)
 def test_format_bytes(value, text):
     assert format_bytes(value) == text
 
@@ -396,6 +446,8 @@ def test_mha_is_gqa_with_all_heads():
     x = rng.normal(size=(3, 8))
     w = [rng.normal(size=(8, 8)) for _ in range(4)]
     for h in (1, 2, 4, 8):
-        assert np.array_equal(multi_head_attention(x, *w, num_heads=h),
-                              grouped_query_attention(x, *w, num_heads=h, num_kv_heads=h))
+        assert np.array_equal(
+            multi_head_attention(x, *w, num_heads=h),
+            grouped_query_attention(x, *w, num_heads=h, num_kv_heads=h),
+        )
         assert attention_params(8, h) == attention_params(8, h, h)

@@ -22,8 +22,19 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-from grading_helpers import (A03, CORRECT, FULL, POINTS, ROOT, SOLUTIONS, make_notebook,
-                             others_full, require_sandbox, with_answer, write_nb)
+from grading_helpers import (
+    A03,
+    CORRECT,
+    FULL,
+    POINTS,
+    ROOT,
+    SOLUTIONS,
+    make_notebook,
+    others_full,
+    require_sandbox,
+    with_answer,
+    write_nb,
+)
 
 from mha_helpers.grading import commands, gradebook, grader
 from mha_helpers.grading.check import evaluate
@@ -51,16 +62,18 @@ def _fake_checks(nb):
 def _unreachable(*paths) -> str:
     """Source of an expression that is True when none of ``paths`` can be seen or read."""
     checks = " and ".join(f"not _seen({str(p)!r})" for p in paths)
-    return ("import os\n"
-            "def _seen(p):\n"
-            "    try:\n"
-            "        if os.path.isdir(p):\n"
-            "            return bool(os.listdir(p))\n"
-            "        open(p, 'rb').read(1)\n"
-            "        return True\n"
-            "    except OSError:\n"
-            "        return False\n"
-            f"d_head = 64 if ({checks}) else 65\n")
+    return (
+        "import os\n"
+        "def _seen(p):\n"
+        "    try:\n"
+        "        if os.path.isdir(p):\n"
+        "            return bool(os.listdir(p))\n"
+        "        open(p, 'rb').read(1)\n"
+        "        return True\n"
+        "    except OSError:\n"
+        "        return False\n"
+        f"d_head = 64 if ({checks}) else 65\n"
+    )
 
 
 def build_batch(folder: Path, elsewhere: Path) -> dict:
@@ -68,131 +81,248 @@ def build_batch(folder: Path, elsewhere: Path) -> dict:
     subs = {}
     victim = folder / "good" / "exercise_03.ipynb"  # a classmate's notebook, by its real path
     grader_file = PACKAGE_DIR / "grading" / "grader.py"
-    forged = ('result {"cells": [], "answers": {"q03_concat_project": {"status": "ok", "results": '
-              '[{"value": 1.0, "raised": null, "mutated": []}], "helpers": []}}}')
+    forged = (
+        'result {"cells": [], "answers": {"q03_concat_project": {"status": "ok", "results": '
+        '[{"value": 1.0, "raised": null, "mutated": []}], "helpers": []}}}'
+    )
     nbs = {
         "good": make_notebook(),
         "blank": make_notebook({}),
-        "raises": make_notebook(with_answer("q03_concat_project",
-                                            "def concat_project(h, w):\n    raise ValueError('nope')\n")),
-        "loops_cell": make_notebook(with_answer("q03_d_head", "d_head = 64\nwhile True:\n    pass\n")),
-        "loops_call": make_notebook(with_answer("q03_concat_project",
-                                                "def concat_project(h, w):\n    while True:\n        pass\n")),
+        "raises": make_notebook(
+            with_answer(
+                "q03_concat_project", "def concat_project(h, w):\n    raise ValueError('nope')\n"
+            )
+        ),
+        "loops_cell": make_notebook(
+            with_answer("q03_d_head", "d_head = 64\nwhile True:\n    pass\n")
+        ),
+        "loops_call": make_notebook(
+            with_answer(
+                "q03_concat_project", "def concat_project(h, w):\n    while True:\n        pass\n"
+            )
+        ),
         # Ignores the per-cell alarm: only the wall-clock limit from outside stops it.
-        "loops_stubborn": make_notebook(with_answer(
-            "q03_d_head", "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nd_head = 64\n"
-                          "while True:\n    pass\n")),
-        "sys_exit": make_notebook(with_answer("q03_d_head", "import sys\nd_head = 64\nsys.exit(0)\n")),
-        "os_exit": make_notebook(with_answer("q03_identity_output",
-                                             "import os\nidentity_output = [1, 2, 3, 4]\nos._exit(0)\n")),
-        "kills_itself": make_notebook(with_answer(
-            "q03_concat_vs_average", "import os, signal\nconcat_vs_average = 'b'\n"
-                                     "os.kill(os.getpid(), signal.SIGKILL)\n")),
-        "exit_in_call": make_notebook(with_answer(
-            "q03_concat_project", "import os\ndef concat_project(h, w):\n    os._exit(3)\n")),
-        "prints": make_notebook(with_answer("q03_d_head", "for _ in range(3000):\n    print('x' * 1000)\n"
-                                                          "d_head = 64\n")),
-        "memory": make_notebook(with_answer("q03_d_head", "hog = bytearray(8 * 2**30)\nd_head = 64\n")),
-        "deleted_checks": make_notebook(with_answer("q03_d_head", "d_head = 65"), edit=_delete_checks),
+        "loops_stubborn": make_notebook(
+            with_answer(
+                "q03_d_head",
+                "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nd_head = 64\n"
+                "while True:\n    pass\n",
+            )
+        ),
+        "sys_exit": make_notebook(
+            with_answer("q03_d_head", "import sys\nd_head = 64\nsys.exit(0)\n")
+        ),
+        "os_exit": make_notebook(
+            with_answer(
+                "q03_identity_output", "import os\nidentity_output = [1, 2, 3, 4]\nos._exit(0)\n"
+            )
+        ),
+        "kills_itself": make_notebook(
+            with_answer(
+                "q03_concat_vs_average",
+                "import os, signal\nconcat_vs_average = 'b'\n"
+                "os.kill(os.getpid(), signal.SIGKILL)\n",
+            )
+        ),
+        "exit_in_call": make_notebook(
+            with_answer(
+                "q03_concat_project", "import os\ndef concat_project(h, w):\n    os._exit(3)\n"
+            )
+        ),
+        "prints": make_notebook(
+            with_answer("q03_d_head", "for _ in range(3000):\n    print('x' * 1000)\nd_head = 64\n")
+        ),
+        "memory": make_notebook(
+            with_answer("q03_d_head", "hog = bytearray(8 * 2**30)\nd_head = 64\n")
+        ),
+        "deleted_checks": make_notebook(
+            with_answer("q03_d_head", "d_head = 65"), edit=_delete_checks
+        ),
         "fake_checks": make_notebook(with_answer("q03_d_head", "d_head = 65"), edit=_fake_checks),
-        "redefines_check": make_notebook(with_answer(
-            "q03_d_head", "import mha_helpers.grading as g\ndef check(*args, **kwargs):\n    print('passed')\n"
-                          "g.check = check\nd_head = 65\n")),
-        "patches_numpy": make_notebook({
-            "q03_d_head": "np.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
-                          "np.isclose = lambda *a, **k: True\nd_head = 65\n",
-            "q03_identity_output": "identity_output = [0, 0, 0, 0]",
-            "q03_concat_vs_average": 'concat_vs_average = "a"',
-            "q03_concat_project": "def concat_project(h, w):\n    return np.zeros((len(h[0]), w.shape[1]))\n",
-        }),
-        "patches_helpers": make_notebook(with_answer(
-            "q03_concat_project",
-            "import mha_helpers.grading.compare as cmp, mha_helpers.grading.judge as j\n"
-            "cmp.difference = lambda *a, **k: None\nj.difference = lambda *a, **k: None\n"
-            "def concat_project(h, w):\n    return np.zeros(3)\n")),
-        "transformer": make_notebook(with_answer(
-            "q03_d_head", "d_head = 64\nip = get_ipython()\n"
-                          "ip.input_transformers_cleanup.append(lambda lines: ['pass\\n'])\n"
-                          "ip.input_transformers_post.append(lambda lines: ['pass\\n'])\n")),
+        "redefines_check": make_notebook(
+            with_answer(
+                "q03_d_head",
+                "import mha_helpers.grading as g\ndef check(*args, **kwargs):\n    print('passed')\n"
+                "g.check = check\nd_head = 65\n",
+            )
+        ),
+        "patches_numpy": make_notebook(
+            {
+                "q03_d_head": "np.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
+                "np.isclose = lambda *a, **k: True\nd_head = 65\n",
+                "q03_identity_output": "identity_output = [0, 0, 0, 0]",
+                "q03_concat_vs_average": 'concat_vs_average = "a"',
+                "q03_concat_project": "def concat_project(h, w):\n    return np.zeros((len(h[0]), w.shape[1]))\n",
+            }
+        ),
+        "patches_helpers": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "import mha_helpers.grading.compare as cmp, mha_helpers.grading.judge as j\n"
+                "cmp.difference = lambda *a, **k: None\nj.difference = lambda *a, **k: None\n"
+                "def concat_project(h, w):\n    return np.zeros(3)\n",
+            )
+        ),
+        "transformer": make_notebook(
+            with_answer(
+                "q03_d_head",
+                "d_head = 64\nip = get_ipython()\n"
+                "ip.input_transformers_cleanup.append(lambda lines: ['pass\\n'])\n"
+                "ip.input_transformers_post.append(lambda lines: ['pass\\n'])\n",
+            )
+        ),
         # Observations from inside: each earns q03_d_head only if nothing was reachable.
-        "sees_solutions": make_notebook(with_answer("q03_d_head", _unreachable(
-            SOLUTIONS, SOLUTIONS / f"{A03}.ipynb", SOLUTIONS / "banks", ROOT / "README.md"))),
-        "sees_selfcheck_data": make_notebook(with_answer("q03_d_head", _unreachable(
-            PACKAGE_DIR / "grading" / "data", "/course/mha_helpers/grading/data",
-            PACKAGE_DIR / "grading" / "data" / f"{A03}.json"))),
-        "sees_classmates": make_notebook(with_answer("q03_d_head", _unreachable(
-            folder, victim, elsewhere, elsewhere / "gradebook.csv", Path.home() / ".bashrc"))),
-        "imports_banks": make_notebook(with_answer(
-            "q03_concat_project", "from mha_course_banks import bank_03 as b\n"
-                                  "concat_project = getattr(b, '_concat_project' + '_reference')\n")),
-        "writes_elsewhere": make_notebook(with_answer(
-            "q03_d_head",
-            f"d_head = 64\nfor p in [{str(victim)!r}, {str(grader_file)!r}, {str(elsewhere / 'planted.txt')!r}]:\n"
-            "    try:\n        open(p, 'w').write('pwned')\n    except OSError:\n        pass\n"
-            f"import shutil\ntry:\n    shutil.rmtree({str(folder / 'blank')!r})\nexcept OSError:\n    pass\n")),
-        "signals_grader": make_notebook(with_answer(
-            "q03_d_head",
-            "import os, signal\nd_head = 64\n"
-            f"for attempt in [lambda: os.kill({GRADER_PID}, signal.SIGSTOP), lambda: os.kill({GRADER_PID}, signal.SIGKILL),\n"
-            "                lambda: os.kill(os.getppid(), signal.SIGKILL), lambda: os.kill(-1, signal.SIGKILL),\n"
-            f"                lambda: os.pidfd_open({GRADER_PID})]:\n"
-            "    try:\n        attempt()\n    except Exception:\n        pass\n")),
-        "escapes": make_notebook(with_answer(
-            "q03_d_head",
-            "d_head = 64\nimport os, subprocess, socket, threading\n"
-            "for attempt in [lambda: subprocess.Popen(['sleep', '600'], start_new_session=True),\n"
-            "                lambda: os.fork(), lambda: os.setsid(),\n"
-            "                lambda: socket.create_connection(('127.0.0.1', 22), timeout=0.2),\n"
-            "                lambda: threading.Thread(target=__import__('time').sleep, args=(600,)).start()]:\n"
-            "    try:\n        attempt()\n    except Exception:\n        pass\n")),
-        "fork_bomb": make_notebook(with_answer(
-            "q03_identity_output", "import os\nidentity_output = joined @ np.eye(4)\n"
-                                   "try:\n    while True:\n        os.fork()\nexcept OSError:\n    pass\n")),
-        "fills_disk": make_notebook(with_answer(
-            "q03_d_head", "import os\nfor i in range(200):\n    try:\n"
-                          "        open(f'big{i}', 'wb').write(b'x' * 2**20)\n    except OSError:\n        break\n"
-                          "d_head = 64\n")),
-        "forges_report": make_notebook(with_answer(
-            "q03_concat_project",
-            f"import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, {forged!r}.encode() + b'\\n')\n"
-            "    except OSError:\n        pass\n"
-            "def concat_project(h, w):\n    return None\n")),
-        "forges_nonsense": make_notebook(with_answer(
-            "q03_concat_project",
-            "import os\nfor fd in range(3, 64):\n    try:\n"
-            "        os.write(fd, b'result {\"answers\": {\"q03_concat_project\": {\"status\": \"ok\", \"results\": 7}}}\\n')\n"
-            "    except OSError:\n        pass\nos._exit(0)\n")),
-        "calls_helper": make_notebook(with_answer(
-            "q03_concat_project", "from mha_helpers import merge_heads\n"
-                                  "def concat_project(h, w):\n    return merge_heads(np.asarray(h)) @ w\n")),
-        "hides_helper": make_notebook(with_answer(
-            "q03_concat_project",
-            "import importlib\nm = importlib.import_module('mha_helpers.' + 'heads')\n"
-            "f = getattr(m, 'merge' + '_heads')\n"
-            "def concat_project(h, w):\n    return f(np.asarray(h)) @ w\n")),
+        "sees_solutions": make_notebook(
+            with_answer(
+                "q03_d_head",
+                _unreachable(
+                    SOLUTIONS, SOLUTIONS / f"{A03}.ipynb", SOLUTIONS / "banks", ROOT / "README.md"
+                ),
+            )
+        ),
+        "sees_selfcheck_data": make_notebook(
+            with_answer(
+                "q03_d_head",
+                _unreachable(
+                    PACKAGE_DIR / "grading" / "data",
+                    "/course/mha_helpers/grading/data",
+                    PACKAGE_DIR / "grading" / "data" / f"{A03}.json",
+                ),
+            )
+        ),
+        "sees_classmates": make_notebook(
+            with_answer(
+                "q03_d_head",
+                _unreachable(
+                    folder, victim, elsewhere, elsewhere / "gradebook.csv", Path.home() / ".bashrc"
+                ),
+            )
+        ),
+        "imports_banks": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "from mha_course_banks import bank_03 as b\n"
+                "concat_project = getattr(b, '_concat_project' + '_reference')\n",
+            )
+        ),
+        "writes_elsewhere": make_notebook(
+            with_answer(
+                "q03_d_head",
+                f"d_head = 64\nfor p in [{str(victim)!r}, {str(grader_file)!r}, {str(elsewhere / 'planted.txt')!r}]:\n"
+                "    try:\n        open(p, 'w').write('pwned')\n    except OSError:\n        pass\n"
+                f"import shutil\ntry:\n    shutil.rmtree({str(folder / 'blank')!r})\nexcept OSError:\n    pass\n",
+            )
+        ),
+        "signals_grader": make_notebook(
+            with_answer(
+                "q03_d_head",
+                "import os, signal\nd_head = 64\n"
+                f"for attempt in [lambda: os.kill({GRADER_PID}, signal.SIGSTOP), lambda: os.kill({GRADER_PID}, signal.SIGKILL),\n"
+                "                lambda: os.kill(os.getppid(), signal.SIGKILL), lambda: os.kill(-1, signal.SIGKILL),\n"
+                f"                lambda: os.pidfd_open({GRADER_PID})]:\n"
+                "    try:\n        attempt()\n    except Exception:\n        pass\n",
+            )
+        ),
+        "escapes": make_notebook(
+            with_answer(
+                "q03_d_head",
+                "d_head = 64\nimport os, subprocess, socket, threading\n"
+                "for attempt in [lambda: subprocess.Popen(['sleep', '600'], start_new_session=True),\n"
+                "                lambda: os.fork(), lambda: os.setsid(),\n"
+                "                lambda: socket.create_connection(('127.0.0.1', 22), timeout=0.2),\n"
+                "                lambda: threading.Thread(target=__import__('time').sleep, args=(600,)).start()]:\n"
+                "    try:\n        attempt()\n    except Exception:\n        pass\n",
+            )
+        ),
+        "fork_bomb": make_notebook(
+            with_answer(
+                "q03_identity_output",
+                "import os\nidentity_output = joined @ np.eye(4)\n"
+                "try:\n    while True:\n        os.fork()\nexcept OSError:\n    pass\n",
+            )
+        ),
+        "fills_disk": make_notebook(
+            with_answer(
+                "q03_d_head",
+                "import os\nfor i in range(200):\n    try:\n"
+                "        open(f'big{i}', 'wb').write(b'x' * 2**20)\n    except OSError:\n        break\n"
+                "d_head = 64\n",
+            )
+        ),
+        "forges_report": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                f"import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, {forged!r}.encode() + b'\\n')\n"
+                "    except OSError:\n        pass\n"
+                "def concat_project(h, w):\n    return None\n",
+            )
+        ),
+        "forges_nonsense": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "import os\nfor fd in range(3, 64):\n    try:\n"
+                '        os.write(fd, b\'result {"answers": {"q03_concat_project": {"status": "ok", "results": 7}}}\\n\')\n'
+                "    except OSError:\n        pass\nos._exit(0)\n",
+            )
+        ),
+        "calls_helper": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "from mha_helpers import merge_heads\n"
+                "def concat_project(h, w):\n    return merge_heads(np.asarray(h)) @ w\n",
+            )
+        ),
+        "hides_helper": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "import importlib\nm = importlib.import_module('mha_helpers.' + 'heads')\n"
+                "f = getattr(m, 'merge' + '_heads')\n"
+                "def concat_project(h, w):\n    return f(np.asarray(h)) @ w\n",
+            )
+        ),
         # Correct answers that old in-process guards punished.
-        "catches_recursion": make_notebook(with_answer(
-            "q03_concat_project",
-            "def concat_project(head_outputs, w_o):\n"
-            "    def deep(k):\n        return deep(k + 1)\n"
-            "    try:\n        deep(0)\n    except RecursionError:\n        pass\n"
-            "    return np.concatenate(list(head_outputs), axis=-1) @ w_o\n")),
-        "deep_expression": make_notebook(with_answer("q03_d_head", "d_head = " + "(" * 3000 + "64" + ")" * 3000)),
-        "plots": make_notebook(with_answer(
-            "q03_concat_project", "import matplotlib.pyplot as plt\n_ = plt.plot([1, 2, 3])\nplt.show()\n"
-                                  + CORRECT["q03_concat_project"])),
+        "catches_recursion": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "def concat_project(head_outputs, w_o):\n"
+                "    def deep(k):\n        return deep(k + 1)\n"
+                "    try:\n        deep(0)\n    except RecursionError:\n        pass\n"
+                "    return np.concatenate(list(head_outputs), axis=-1) @ w_o\n",
+            )
+        ),
+        "deep_expression": make_notebook(
+            with_answer("q03_d_head", "d_head = " + "(" * 3000 + "64" + ")" * 3000)
+        ),
+        "plots": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "import matplotlib.pyplot as plt\n_ = plt.plot([1, 2, 3])\nplt.show()\n"
+                + CORRECT["q03_concat_project"],
+            )
+        ),
         # Raises with its arguments only on the grader's hidden cases (after the 3 public ones).
-        "leaks_hidden": make_notebook(with_answer(
-            "q03_concat_project",
-            "calls = [0]\ndef concat_project(h, w):\n    calls[0] += 1\n    if calls[0] > 3:\n"
-            "        raise ValueError(repr(np.asarray(h)) + repr(np.asarray(w)))\n"
-            "    return np.concatenate(list(h), axis=-1) @ w\n")),
-        "bare_reshape": make_notebook(with_answer(
-            "q03_concat_project", "def concat_project(h, w):\n    h = np.asarray(h)\n"
-                                  "    return h.reshape(h.shape[1], -1) @ w\n")),
-        "in_place": make_notebook(with_answer(
-            "q03_concat_project", "def concat_project(h, w):\n    w *= 1.0\n    w[0] = 0.0\n"
-                                  "    return np.concatenate(list(h), axis=-1) @ w\n")),
+        "leaks_hidden": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "calls = [0]\ndef concat_project(h, w):\n    calls[0] += 1\n    if calls[0] > 3:\n"
+                "        raise ValueError(repr(np.asarray(h)) + repr(np.asarray(w)))\n"
+                "    return np.concatenate(list(h), axis=-1) @ w\n",
+            )
+        ),
+        "bare_reshape": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "def concat_project(h, w):\n    h = np.asarray(h)\n"
+                "    return h.reshape(h.shape[1], -1) @ w\n",
+            )
+        ),
+        "in_place": make_notebook(
+            with_answer(
+                "q03_concat_project",
+                "def concat_project(h, w):\n    w *= 1.0\n    w[0] = 0.0\n"
+                "    return np.concatenate(list(h), axis=-1) @ w\n",
+            )
+        ),
         "renamed": make_notebook(drop_metadata=True),
         "empty_written": make_notebook(written=None),
     }
@@ -214,13 +344,16 @@ def build_batch(folder: Path, elsewhere: Path) -> dict:
     raw("huge", b" " * (DEFAULT_MAX_BYTES + 10))
     raw("deep_json", b"[" * 100_000 + b"]" * 100_000)
     raw("old_format", nbformat.writes(make_notebook(), version=3).encode())
-    big = make_notebook(with_answer("q03_concat_project", "x = 1\n" * 300_000 + CORRECT["q03_concat_project"]))
+    big = make_notebook(
+        with_answer("q03_concat_project", "x = 1\n" * 300_000 + CORRECT["q03_concat_project"])
+    )
     subs["huge_cell"] = write_nb(folder, "huge_cell", big)
     lesson = nbformat.read(ROOT / "notebooks" / "01_recap_self_attention.ipynb", as_version=4)
     subs["lesson_instead"] = write_nb(folder, "lesson_instead", lesson)
     subs["twice_a"] = write_nb(folder, "twice", make_notebook(), "first.ipynb")
-    subs["twice_b"] = write_nb(folder, "twice", make_notebook(with_answer("q03_d_head", "d_head = 12")),
-                               "second.ipynb")
+    subs["twice_b"] = write_nb(
+        folder, "twice", make_notebook(with_answer("q03_d_head", "d_head = 12")), "second.ipynb"
+    )
     (folder / "linked").mkdir()
     os.symlink(subs["good"], folder / "linked" / "exercise_03.ipynb")  # someone else's work
     subs["linked"] = folder / "linked" / "exercise_03.ipynb"
@@ -248,17 +381,32 @@ def batch(tmp_path_factory):
     subs = build_batch(folder, elsewhere)
     watched = (folder, elsewhere, PACKAGE_DIR / "grading" / "grader.py")
     before = _hashes(*watched)
-    rows = grader.grade_paths([folder], jobs=2, timeout=TIMEOUT, cell_timeout=CELL_TIMEOUT,
-                              seed=SEED, memory_mb=1024, course=find_course(start=ROOT))
+    rows = grader.grade_paths(
+        [folder],
+        jobs=2,
+        timeout=TIMEOUT,
+        cell_timeout=CELL_TIMEOUT,
+        seed=SEED,
+        memory_mb=1024,
+        course=find_course(start=ROOT),
+    )
     by_file = {r["file"]: r for r in rows}
     out = tmp_path_factory.mktemp("out")
     records = [gradebook.row_record(r) for r in rows]
     qids = list(POINTS) + ["q03_explain"]
     book = gradebook.write_gradebook(records, out / "gradebook.csv", qids)
     gradebook.write_feedback(rows, out / "feedback")
-    return {"folder": folder, "elsewhere": elsewhere, "subs": subs, "rows": rows,
-            "before": before, "after": _hashes(*watched), "gradebook": book,
-            "row": lambda student: by_file[str(subs[student])], "feedback": out / "feedback" / A03}
+    return {
+        "folder": folder,
+        "elsewhere": elsewhere,
+        "subs": subs,
+        "rows": rows,
+        "before": before,
+        "after": _hashes(*watched),
+        "gradebook": book,
+        "row": lambda student: by_file[str(subs[student])],
+        "feedback": out / "feedback" / A03,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,8 +415,10 @@ def batch(tmp_path_factory):
 
 def test_every_submission_has_exactly_one_row(batch):
     files = sorted(r["file"] for r in batch["rows"])
-    expected = sorted([str(p) for p in batch["subs"].values()]
-                      + [str(batch["folder"] / "nothing_here"), str(batch["folder"] / "linked_folder")])
+    expected = sorted(
+        [str(p) for p in batch["subs"].values()]
+        + [str(batch["folder"] / "nothing_here"), str(batch["folder"] / "linked_folder")]
+    )
     assert files == expected
 
 
@@ -303,12 +453,21 @@ def test_an_empty_written_answer_scores_zero_instead_of_pending(batch):
 # Files that are not what they should be
 
 
-@pytest.mark.parametrize("student,status", [
-    ("not_json", "not-json"), ("binary", "not-json"), ("deep_json", "not-json"),
-    ("not_notebook", "not-a-notebook"), ("json_list", "not-a-notebook"),
-    ("empty", "empty"), ("huge", "too-large"), ("huge_cell", "too-large"),
-    ("lesson_instead", "unknown-assignment"), ("linked", "refused"),
-])
+@pytest.mark.parametrize(
+    "student,status",
+    [
+        ("not_json", "not-json"),
+        ("binary", "not-json"),
+        ("deep_json", "not-json"),
+        ("not_notebook", "not-a-notebook"),
+        ("json_list", "not-a-notebook"),
+        ("empty", "empty"),
+        ("huge", "too-large"),
+        ("huge_cell", "too-large"),
+        ("lesson_instead", "unknown-assignment"),
+        ("linked", "refused"),
+    ],
+)
 def test_unreadable_files_get_a_status_and_no_points(batch, student, status):
     row = batch["row"](student)
     assert row["status"] == status, row["notes"]
@@ -355,8 +514,14 @@ def test_answer_that_raises_scores_zero_for_that_question_only(batch):
     assert "raised ValueError" in row["questions"]["q03_concat_project"]["message"]
 
 
-@pytest.mark.parametrize("student,bad", [("loops_cell", set()), ("loops_call", {"q03_concat_project"}),
-                                         ("loops_stubborn", {"q03_d_head"})])
+@pytest.mark.parametrize(
+    "student,bad",
+    [
+        ("loops_cell", set()),
+        ("loops_call", {"q03_concat_project"}),
+        ("loops_stubborn", {"q03_d_head"}),
+    ],
+)
 def test_infinite_loops_time_out(batch, student, bad):
     row = batch["row"](student)
     assert row["status"] == "timeout", row["notes"]
@@ -369,9 +534,14 @@ def test_sys_exit_is_harmless(batch):
     assert row["status"] == "ok" and row["total"] == FULL
 
 
-@pytest.mark.parametrize("student,bad", [("os_exit", {"q03_identity_output"}),
-                                         ("kills_itself", {"q03_concat_vs_average"}),
-                                         ("exit_in_call", {"q03_concat_project"})])
+@pytest.mark.parametrize(
+    "student,bad",
+    [
+        ("os_exit", {"q03_identity_output"}),
+        ("kills_itself", {"q03_concat_vs_average"}),
+        ("exit_in_call", {"q03_concat_project"}),
+    ],
+)
 def test_a_dead_program_reruns_without_the_step_that_killed_it(batch, student, bad):
     row = batch["row"](student)
     assert row["status"] == "kernel-died"
@@ -516,19 +686,25 @@ def test_the_grader_and_the_self_check_agree(batch):
         ns = {"np": np}
         source = batch["row"]  # the grader's row
         nb = nbformat.read(batch["subs"][student], as_version=4)
-        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == q.grade_id)
+        cell = next(
+            c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == q.grade_id
+        )
         exec(cell.source, ns)
         mine = evaluate(q, ns["concat_project"])
         theirs = source(student)["questions"][q.grade_id]
-        assert (mine["status"], mine["points"], mine["hint"]) == \
-               (theirs["status"], theirs["points"], theirs["hint"]), student
+        assert (mine["status"], mine["points"], mine["hint"]) == (
+            theirs["status"],
+            theirs["points"],
+            theirs["hint"],
+        ), student
 
 
 def test_classic_mistake_gets_its_targeted_hint(batch):
     d = batch["row"]("bare_reshape")["questions"]["q03_concat_project"]
     assert d["points"] == 0
-    assert d["hint"] == next(m.hint for m in get_question("q03_concat_project").mistakes
-                             if m.name == "bare reshape")
+    assert d["hint"] == next(
+        m.hint for m in get_question("q03_concat_project").mistakes if m.name == "bare reshape"
+    )
 
 
 def test_an_in_place_answer_is_told_so(batch):
@@ -543,8 +719,18 @@ def test_an_in_place_answer_is_told_so(batch):
 def test_gradebook_has_the_contract_columns_and_the_points(batch):
     with open(batch["gradebook"], newline="", encoding="utf-8") as f:
         table = list(csv.DictReader(f))
-    assert list(table[0]) == ["student", "assignment", *POINTS, "q03_explain", "total", "max",
-                              "late", "pending", "status", "notes"]
+    assert list(table[0]) == [
+        "student",
+        "assignment",
+        *POINTS,
+        "q03_explain",
+        "total",
+        "max",
+        "late",
+        "pending",
+        "status",
+        "notes",
+    ]
     assert len(table) == len(batch["rows"])
     good = next(r for r in table if r["student"] == "good")
     assert float(good["total"]) == FULL and float(good["max"]) == FULL + 2
@@ -560,7 +746,9 @@ def test_gradebook_is_written_atomically(tmp_path, monkeypatch, batch):
 
     monkeypatch.setattr(os, "fsync", crash)
     with pytest.raises(OSError):
-        gradebook.write_gradebook([gradebook.row_record(r) for r in batch["rows"]], out, list(POINTS))
+        gradebook.write_gradebook(
+            [gradebook.row_record(r) for r in batch["rows"]], out, list(POINTS)
+        )
     assert out.read_text() == "previous gradebook\n"
     assert [p.name for p in tmp_path.iterdir()] == ["gradebook.csv"]
 
@@ -604,7 +792,9 @@ def test_feedback_names_passed_failed_and_written_questions(batch):
 
 def test_check_solutions_passes_for_every_solution_notebook(capsys):
     require_sandbox()
-    assert commands.check_solutions(find_course(start=ROOT), timeout=60) == 0, capsys.readouterr().out
+    assert commands.check_solutions(find_course(start=ROOT), timeout=60) == 0, (
+        capsys.readouterr().out
+    )
 
 
 def test_check_solutions_fails_when_a_solution_is_wrong(tmp_path, capsys):

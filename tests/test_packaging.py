@@ -63,9 +63,12 @@ def test_environment_yml_is_the_learner_set_plus_jupyterlab():
     project = _project()
     wanted = project["dependencies"] + project["optional-dependencies"]["lab"]
     conda, pip = _environment_yml()
-    listed = [s for s in conda if _name(s) not in ("python", "pip")] + [s for s in pip if s != "-e ."]
+    listed = [s for s in conda if _name(s) not in ("python", "pip")] + [
+        s for s in pip if s != "-e ."
+    ]
     assert sorted(map(_conda_spec, listed)) == sorted(map(_conda_spec, wanted)), (
-        "environment.yml must list pyproject's dependencies plus its [lab] extra, nothing else")
+        "environment.yml must list pyproject's dependencies plus its [lab] extra, nothing else"
+    )
 
 
 def test_dependencies_are_declared_by_role():
@@ -79,7 +82,10 @@ def test_dependencies_are_declared_by_role():
     tools = {_name(s) for s in extras["test"]}
     assert {"pytest", "nbval", "pytest-xdist", "hypothesis", "playwright", "ruff", "build"} <= tools
     makefile = (ROOT / "Makefile").read_text()
-    assert "pip install --quiet -e '.[lab]'" in makefile and "pip install --quiet -e '.[test]'" in makefile
+    assert (
+        "pip install --quiet -e '.[lab]'" in makefile
+        and "pip install --quiet -e '.[test]'" in makefile
+    )
 
 
 def _third_party_imports(path: Path) -> set[str]:
@@ -102,8 +108,9 @@ def test_every_package_the_course_imports_is_declared_for_learners_or_instructor
     from importlib import metadata
 
     dists_of = metadata.packages_distributions()
-    declared = wheelhouse.closure(["numpy", "matplotlib", "ipywidgets", "nbformat", "nbclient",
-                                   "ipykernel"])
+    declared = wheelhouse.closure(
+        ["numpy", "matplotlib", "ipywidgets", "nbformat", "nbclient", "ipykernel"]
+    )
     missing = {}
     for path in sorted((ROOT / "mha_helpers").rglob("*.py")):
         for name in _third_party_imports(path) - OPTIONAL_IMPORTS:
@@ -117,7 +124,8 @@ def test_environment_yml_pins_a_python_minor_and_installs_the_course():
     conda, pip = _environment_yml()
     pythons = [s for s in conda if _name(s) == "python"]
     assert len(pythons) == 1 and re.fullmatch(r"python=3\.\d+", pythons[0]), (
-        "repo2docker ignores ranges: pin one minor version, e.g. python=3.11")
+        "repo2docker ignores ranges: pin one minor version, e.g. python=3.11"
+    )
     assert "pip" in conda and "-e ." in pip
     text = (ROOT / "environment.yml").read_text()
     assert re.search(r"channels:\s*\n\s*- conda-forge", text)
@@ -145,17 +153,23 @@ def _notebooks(folder):
     return sorted(p for p in (ROOT / folder).glob("*.ipynb"))
 
 
-@pytest.mark.parametrize("path", _notebooks("notebooks") + _notebooks("solutions"),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    _notebooks("notebooks") + _notebooks("solutions"),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_lessons_and_solutions_are_stored_executed_top_to_bottom(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     counts = [c.get("execution_count") for c in code]
     assert counts == list(range(1, len(code) + 1)), (
-        f"{path.name}: store it with `mha-course execute` (fresh kernel, top to bottom)")
+        f"{path.name}: store it with `mha-course execute` (fresh kernel, top to bottom)"
+    )
     for c in code:
         for out in c.get("outputs", []):
-            assert out.get("output_type") != "error" or "raises-exception" in c["metadata"].get("tags", [])
+            assert out.get("output_type") != "error" or "raises-exception" in c["metadata"].get(
+                "tags", []
+            )
             if out.get("output_type") == "stream":
                 assert out["name"] != "stderr", f"{path.name}: stored stderr output (a warning?)"
 
@@ -171,6 +185,7 @@ def test_exercises_are_stored_without_outputs(path):
 # ---------------------------------------------------------------------------------------------
 # The wheel: `python -m build`, installed into a fresh environment
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def wheel():
@@ -190,8 +205,10 @@ def test_the_wheel_requires_exactly_the_learner_set_and_declares_the_extras(whee
         if _extra_of(r) is not None:
             declared.setdefault(_extra_of(r), set()).add(canonicalize_name(r.name))
     project = _project()
-    assert declared == {extra: {_name(s) for s in specs}
-                        for extra, specs in project["optional-dependencies"].items()}
+    assert declared == {
+        extra: {_name(s) for s in specs}
+        for extra, specs in project["optional-dependencies"].items()
+    }
 
 
 def test_the_wheel_holds_the_package_and_the_self_check_data_but_no_answers(wheel):
@@ -201,8 +218,14 @@ def test_the_wheel_holds_the_package_and_the_self_check_data_but_no_answers(whee
     assert data, "mha-course release writes the self-check data; it is missing here"
     for path in data:
         assert f"mha_helpers/grading/data/{path.name}" in names, f"{path.name} is not in the wheel"
-    answers = [n for n in names if re.search(r"(^|/)bank_[^/]*\.py$", n) or "solutions/" in n
-               or n.endswith(".ipynb") or n.startswith(("tests/", "notebooks/", "exercises/"))]
+    answers = [
+        n
+        for n in names
+        if re.search(r"(^|/)bank_[^/]*\.py$", n)
+        or "solutions/" in n
+        or n.endswith(".ipynb")
+        or n.startswith(("tests/", "notebooks/", "exercises/"))
+    ]
     assert not answers, f"the wheel must not ship reference answers or notebooks: {answers}"
     assert any(n.endswith("licenses/LICENSE") for n in names)
 
@@ -238,23 +261,27 @@ print("ok")
 
 
 def test_the_wheel_installs_alone_and_runs_what_a_learner_runs(wheel, tmp_path):
-    python = wheelhouse.fresh_venv(tmp_path / "venv", "mha-course",
-                                   wheelhouse_for=sorted(LEARNER_SET))
+    python = wheelhouse.fresh_venv(
+        tmp_path / "venv", "mha-course", wheelhouse_for=sorted(LEARNER_SET)
+    )
     env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(tmp_path), "MPLBACKEND": "Agg"}
-    run = subprocess.run([str(python), "-c", LEARNER_SCRIPT], cwd=tmp_path, env=env,
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [str(python), "-c", LEARNER_SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
     # The command line starts in a learner's install; the instructor commands say what they need.
     cli = python.parent / "mha-course"
     assert subprocess.run([str(cli), "--help"], env=env, capture_output=True).returncode == 0
-    execute = subprocess.run([str(cli), "execute", "x.ipynb"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True)
+    execute = subprocess.run(
+        [str(cli), "execute", "x.ipynb"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert execute.returncode != 0 and "mha-course[instructor]" in execute.stdout + execute.stderr
 
 
 # ---------------------------------------------------------------------------------------------
 # The README, the citation and the licences agree with pyproject.toml
 # ---------------------------------------------------------------------------------------------
+
 
 def _repository() -> str:
     return _project()["urls"]["Repository"].rstrip("/").removesuffix(".git")
@@ -263,10 +290,15 @@ def _repository() -> str:
 def test_the_readme_links_are_built_from_the_repository_in_pyproject():
     readme = (ROOT / "README.md").read_text()
     slug = re.fullmatch(r"https://github\.com/([^/]+/[^/]+)", _repository()).group(1)
-    binder = f"https://mybinder.org/v2/gh/{slug}/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb"
-    colab = f"https://colab.research.google.com/github/{slug}/blob/main/notebooks/00_start_here.ipynb"
+    binder = (
+        f"https://mybinder.org/v2/gh/{slug}/HEAD?urlpath=lab/tree/notebooks/00_start_here.ipynb"
+    )
+    colab = (
+        f"https://colab.research.google.com/github/{slug}/blob/main/notebooks/00_start_here.ipynb"
+    )
     assert binder in readme and colab in readme, (
-        "the README's Binder and Colab links must name the repository of pyproject.toml")
+        "the README's Binder and Colab links must name the repository of pyproject.toml"
+    )
     assert f'pip install "mha-course @ git+{_repository()}"' in readme
     links = re.findall(r"https://(?:mybinder\.org|colab\.research\.google\.com)/\S+?(?=\))", readme)
     assert links and all(slug in link for link in links)

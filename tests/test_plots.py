@@ -93,7 +93,10 @@ def test_neighbouring_heads_never_share_a_colour_and_nine_heads_are_all_distinct
 
 def test_the_legend_names_each_heads_columns_and_rows_from_d_model_and_h():
     texts = [it.text for it in layer_diagram_layout(8, 2, n=3).items if hasattr(it, "text")]
-    assert any("head 0: columns 0\u20133 of W_Q, W_K and W_V" in t and "rows 0\u20133 of W_O" in t for t in texts)
+    assert any(
+        "head 0: columns 0\u20133 of W_Q, W_K and W_V" in t and "rows 0\u20133 of W_O" in t
+        for t in texts
+    )
     assert any("head 1: columns 4\u20137" in t for t in texts)
     assert any("d_model = 8, h = 2, d_head = 4" in t for t in texts)
     assert any("(3, 3)" in t for t in texts)  # n = 3 written into the pattern shape
@@ -120,7 +123,9 @@ def test_matplotlib_and_svg_draw_the_same_layout():
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert svg.count("<rect") == len(lay.boxes())
     for i in range(3):
-        assert svg.count(f'data-head="{i}"') == len([b for b in lay.boxes() if b.head == i and not b.outline])
+        assert svg.count(f'data-head="{i}"') == len(
+            [b for b in lay.boxes() if b.head == i and not b.outline]
+        )
     assert svg == layer_diagram_svg(12, 3, n=4)  # deterministic (strict nbval compares it)
     assert "href" not in svg and "<script" not in svg and "url(" not in svg  # nothing fetched
 

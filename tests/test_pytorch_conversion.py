@@ -24,9 +24,17 @@ import numpy as np
 import pytest
 from test_attention import _torch_or_skip
 
-from mha_helpers import (causal_mask, from_pytorch_state_dict, merge_heads, multi_head_attention,
-                         pytorch_state_dict, scaled_dot_product_attention, split_heads,
-                         to_pytorch_attn_mask, to_pytorch_key_padding_mask)
+from mha_helpers import (
+    causal_mask,
+    from_pytorch_state_dict,
+    merge_heads,
+    multi_head_attention,
+    pytorch_state_dict,
+    scaled_dot_product_attention,
+    split_heads,
+    to_pytorch_attn_mask,
+    to_pytorch_key_padding_mask,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = dict(rtol=1e-6, atol=1e-6)
@@ -65,14 +73,20 @@ def run_torch(torch, layer, x, context=None, attn_mask=None, key_padding_mask=No
     t = torch.from_numpy
     kv = t(x if context is None else context)
     with torch.no_grad():
-        y, weights = layer(t(x), kv, kv,
-                           attn_mask=None if attn_mask is None else t(attn_mask),
-                           key_padding_mask=None if key_padding_mask is None else t(key_padding_mask),
-                           need_weights=True, average_attn_weights=False)
+        y, weights = layer(
+            t(x),
+            kv,
+            kv,
+            attn_mask=None if attn_mask is None else t(attn_mask),
+            key_padding_mask=None if key_padding_mask is None else t(key_padding_mask),
+            need_weights=True,
+            average_attn_weights=False,
+        )
     return y.numpy(), weights.numpy()
 
 
 # --- the course's layer, loaded into PyTorch ---------------------------------------------------
+
 
 @pytest.mark.parametrize("bias", [False, True])
 def test_state_dict_has_the_keys_shapes_and_dtype_of_torch(bias):
@@ -115,8 +129,13 @@ def _case(rng, mask_kind, cross, h, batch=3, n=5, n_k=7, d_model=16):
     if mask_kind == "padding":
         return x, context, padding, None, to_pytorch_key_padding_mask(key_valid)
     combined = shared[None] & padding  # (batch, n_q, n_k)
-    return (x, context, combined, to_pytorch_attn_mask(shared),
-            to_pytorch_key_padding_mask(key_valid))
+    return (
+        x,
+        context,
+        combined,
+        to_pytorch_attn_mask(shared),
+        to_pytorch_key_padding_mask(key_valid),
+    )
 
 
 @pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
@@ -134,15 +153,19 @@ def test_torch_loaded_with_the_state_dict_computes_the_course_layer(mask_kind, c
         y, weights = course_with_biases(x, w, b, h, context=context, mask=mask)
     else:
         state = pytorch_state_dict(*w)
-        y, weights = multi_head_attention(x, *w, num_heads=h, context=context, mask=mask,
-                                          return_weights=True)
-    yt, wt = run_torch(torch, torch_layer(torch, state, d_model, h), x, context,
-                       attn_mask, key_padding_mask)
+        y, weights = multi_head_attention(
+            x, *w, num_heads=h, context=context, mask=mask, return_weights=True
+        )
+    yt, wt = run_torch(
+        torch, torch_layer(torch, state, d_model, h), x, context, attn_mask, key_padding_mask
+    )
     assert y.dtype == yt.dtype == np.float32
     np.testing.assert_allclose(yt, y, **TOL)
     np.testing.assert_allclose(wt, weights, **TOL)  # (batch, h, n_q, n_k), per head
     if mask is not None:
-        assert np.all(wt[np.broadcast_to((~mask)[:, None] if mask.ndim == 3 else ~mask, wt.shape)] == 0)
+        assert np.all(
+            wt[np.broadcast_to((~mask)[:, None] if mask.ndim == 3 else ~mask, wt.shape)] == 0
+        )
 
 
 def test_only_some_biases_given_are_the_others_zero():
@@ -155,11 +178,15 @@ def test_only_some_biases_given_are_the_others_zero():
     b_o = rng.normal(size=d_model).astype(np.float32)
     zero = np.zeros(d_model, np.float32)
     y, weights = course_with_biases(x, w, (zero, b_k, zero, b_o), h)
-    yt, wt = run_torch(torch, torch_layer(torch, pytorch_state_dict(*w, b_k=b_k, b_o=b_o), d_model, h), x)
+    yt, wt = run_torch(
+        torch, torch_layer(torch, pytorch_state_dict(*w, b_k=b_k, b_o=b_o), d_model, h), x
+    )
     np.testing.assert_allclose(yt, y, **TOL)
     np.testing.assert_allclose(wt, weights, **TOL)
     # A key bias adds the same amount to every score of a query, so the weights do not move:
-    np.testing.assert_allclose(wt, multi_head_attention(x, *w, num_heads=h, return_weights=True)[1], **TOL)
+    np.testing.assert_allclose(
+        wt, multi_head_attention(x, *w, num_heads=h, return_weights=True)[1], **TOL
+    )
 
 
 def test_unbatched_input_and_averaged_weights():
@@ -172,7 +199,9 @@ def test_unbatched_input_and_averaged_weights():
     y, weights = multi_head_attention(x, *w, num_heads=h, mask=causal_mask(n), return_weights=True)
     with torch.no_grad():
         xt = torch.from_numpy(x)
-        yt, averaged = layer(xt, xt, xt, attn_mask=torch.from_numpy(to_pytorch_attn_mask(causal_mask(n))))
+        yt, averaged = layer(
+            xt, xt, xt, attn_mask=torch.from_numpy(to_pytorch_attn_mask(causal_mask(n)))
+        )
     np.testing.assert_allclose(yt.numpy(), y, **TOL)
     # need_weights=True and average_attn_weights=True (the defaults): the mean over heads.
     np.testing.assert_allclose(averaged.numpy(), weights.mean(axis=0), **TOL)
@@ -198,6 +227,7 @@ def test_the_course_mask_without_inversion_is_a_different_layer():
 
 
 # --- PyTorch's layer, read into the course ------------------------------------------------------
+
 
 def test_a_torch_layer_read_back_gives_the_course_layer():
     torch = _torch_or_skip()
@@ -239,7 +269,9 @@ def test_a_torch_layer_with_biases_read_back():
 def test_prefix_reads_the_attention_of_a_transformer_layer():
     torch = _torch_or_skip()
     torch.manual_seed(2)
-    block = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
+    block = torch.nn.TransformerEncoderLayer(
+        d_model=8, nhead=2, dim_feedforward=16, batch_first=True
+    )
     w, b = from_pytorch_state_dict(block.state_dict(), biases=True, prefix="self_attn.")
     state = pytorch_state_dict(*w, b_q=b[0], b_k=b[1], b_v=b[2], b_o=b[3], prefix="self_attn.")
     for key, value in state.items():
@@ -247,6 +279,7 @@ def test_prefix_reads_the_attention_of_a_transformer_layer():
 
 
 # --- without PyTorch ------------------------------------------------------------------------------
+
 
 def test_round_trip_is_exact_and_keeps_dtype():
     rng = np.random.default_rng(8)
@@ -259,7 +292,9 @@ def test_round_trip_is_exact_and_keeps_dtype():
             np.testing.assert_array_equal(a, c)
         back_w, back_b = from_pytorch_state_dict(
             pytorch_state_dict(*w, b_q=b[0], b_k=b[1], b_v=b[2], b_o=b[3], prefix="attn."),
-            biases=True, prefix="attn.")
+            biases=True,
+            prefix="attn.",
+        )
         for a, c in zip(back_w + back_b, w + b):
             np.testing.assert_array_equal(a, c)
     assert from_pytorch_state_dict(pytorch_state_dict(*w), biases=True)[1] is None
@@ -272,8 +307,8 @@ def test_layout_of_the_state_dict():
     b_q = np.arange(d, dtype=np.float32)
     state = pytorch_state_dict(w_q, w_k, w_v, w_o, b_q=b_q)
     np.testing.assert_array_equal(state["in_proj_weight"][:d], w_q.T)
-    np.testing.assert_array_equal(state["in_proj_weight"][d:2 * d], w_k.T)
-    np.testing.assert_array_equal(state["in_proj_weight"][2 * d:], w_v.T)
+    np.testing.assert_array_equal(state["in_proj_weight"][d : 2 * d], w_k.T)
+    np.testing.assert_array_equal(state["in_proj_weight"][2 * d :], w_v.T)
     np.testing.assert_array_equal(state["out_proj.weight"], w_o.T)
     np.testing.assert_array_equal(state["in_proj_bias"], np.concatenate([b_q, np.zeros(2 * d)]))
     np.testing.assert_array_equal(state["out_proj.bias"], np.zeros(d))
@@ -311,21 +346,53 @@ def test_attn_mask_repeats_each_sequence_once_per_head():
 
 
 BAD_SHAPES = [
-    (lambda w, b: pytorch_state_dict(w[0][:, :3], *w[1:]), r"w_q has shape \(4, 3\), expected \(d_model, d_model\)"),
-    (lambda w, b: pytorch_state_dict(w[0], w[1][:3], *w[2:]), r"w_k has shape \(3, 4\), expected \(4, 4\)"),
-    (lambda w, b: pytorch_state_dict(*w[:3], w[3][None]), r"w_o has shape \(1, 4, 4\), expected \(4, 4\)"),
+    (
+        lambda w, b: pytorch_state_dict(w[0][:, :3], *w[1:]),
+        r"w_q has shape \(4, 3\), expected \(d_model, d_model\)",
+    ),
+    (
+        lambda w, b: pytorch_state_dict(w[0], w[1][:3], *w[2:]),
+        r"w_k has shape \(3, 4\), expected \(4, 4\)",
+    ),
+    (
+        lambda w, b: pytorch_state_dict(*w[:3], w[3][None]),
+        r"w_o has shape \(1, 4, 4\), expected \(4, 4\)",
+    ),
     (lambda w, b: pytorch_state_dict(*w, b_v=b[2][:3]), r"b_v has shape \(3,\), expected \(4,\)"),
-    (lambda w, b: pytorch_state_dict(*w, b_o=b[3][:, None]), r"b_o has shape \(4, 1\), expected \(4,\)"),
-    (lambda w, b: from_pytorch_state_dict({"in_proj_weight": np.zeros((4, 12)), "out_proj.weight": w[3]}),
-     r"in_proj_weight has shape \(4, 12\), expected \(3 \* d_model, d_model\) = \(12, 4\); it looks transposed"),
-    (lambda w, b: from_pytorch_state_dict({"in_proj_weight": np.zeros((10, 4)), "out_proj.weight": w[3]}),
-     r"in_proj_weight has shape \(10, 4\), expected \(3 \* d_model, d_model\) = \(12, 4\)"),
-    (lambda w, b: from_pytorch_state_dict({"in_proj_weight": np.zeros((12, 4)), "out_proj.weight": w[3][:2]}),
-     r"out_proj.weight has shape \(2, 4\), expected \(4, 4\)"),
-    (lambda w, b: from_pytorch_state_dict({"in_proj_weight": np.zeros((12, 4)), "out_proj.weight": w[3],
-                                           "in_proj_bias": np.zeros(4), "out_proj.bias": np.zeros(4)},
-                                          biases=True),
-     r"in_proj_bias has shape \(4,\), expected \(12,\)"),
+    (
+        lambda w, b: pytorch_state_dict(*w, b_o=b[3][:, None]),
+        r"b_o has shape \(4, 1\), expected \(4,\)",
+    ),
+    (
+        lambda w, b: from_pytorch_state_dict(
+            {"in_proj_weight": np.zeros((4, 12)), "out_proj.weight": w[3]}
+        ),
+        r"in_proj_weight has shape \(4, 12\), expected \(3 \* d_model, d_model\) = \(12, 4\); it looks transposed",
+    ),
+    (
+        lambda w, b: from_pytorch_state_dict(
+            {"in_proj_weight": np.zeros((10, 4)), "out_proj.weight": w[3]}
+        ),
+        r"in_proj_weight has shape \(10, 4\), expected \(3 \* d_model, d_model\) = \(12, 4\)",
+    ),
+    (
+        lambda w, b: from_pytorch_state_dict(
+            {"in_proj_weight": np.zeros((12, 4)), "out_proj.weight": w[3][:2]}
+        ),
+        r"out_proj.weight has shape \(2, 4\), expected \(4, 4\)",
+    ),
+    (
+        lambda w, b: from_pytorch_state_dict(
+            {
+                "in_proj_weight": np.zeros((12, 4)),
+                "out_proj.weight": w[3],
+                "in_proj_bias": np.zeros(4),
+                "out_proj.bias": np.zeros(4),
+            },
+            biases=True,
+        ),
+        r"in_proj_bias has shape \(4,\), expected \(12,\)",
+    ),
 ]
 
 
@@ -343,8 +410,14 @@ def test_other_bad_inputs_explain_themselves():
     with pytest.raises(ValueError, match="has in_proj_bias but not out_proj.bias"):
         from_pytorch_state_dict({**pytorch_state_dict(*w), "in_proj_bias": np.zeros(12)})
     with pytest.raises(ValueError, match="kdim/vdim"):
-        from_pytorch_state_dict({"q_proj_weight": w[0], "k_proj_weight": w[1], "v_proj_weight": w[2],
-                                 "out_proj.weight": w[3]})
+        from_pytorch_state_dict(
+            {
+                "q_proj_weight": w[0],
+                "k_proj_weight": w[1],
+                "v_proj_weight": w[2],
+                "out_proj.weight": w[3],
+            }
+        )
     with pytest.raises(ValueError, match="must be a boolean array"):
         to_pytorch_attn_mask(causal_mask(3).astype(float))
     with pytest.raises(ValueError, match="pass num_heads"):
@@ -365,8 +438,13 @@ def test_helpers_and_lesson_07_do_not_need_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["['in_proj_bias',", "'in_proj_weight',", "'out_proj.bias',",
-                                  "'out_proj.weight']", "2"]
+    assert out.stdout.split() == [
+        "['in_proj_bias',",
+        "'in_proj_weight',",
+        "'out_proj.bias',",
+        "'out_proj.weight']",
+        "2",
+    ]
     lesson = json.loads((ROOT / "notebooks" / "07_attention_at_work.ipynb").read_text())
     code_cells = ["".join(c["source"]) for c in lesson["cells"] if c["cell_type"] == "code"]
     assert code_cells, "lesson 07 has no code"

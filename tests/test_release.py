@@ -22,8 +22,12 @@ from nbclient import NotebookClient
 from mha_helpers.grading.course import Course, find_course
 from mha_helpers.grading.program import _check_calls
 from mha_helpers.grading.questions import questions_for
-from mha_helpers.grading.release import (ReleaseError, release, release_notebook,
-                                         validate_nbgrader_metadata)
+from mha_helpers.grading.release import (
+    ReleaseError,
+    release,
+    release_notebook,
+    validate_nbgrader_metadata,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -59,7 +63,8 @@ def test_release_check_reports_a_hand_edited_exercise_and_data(tmp_path):
     data = sorted(course.data.glob("*.json"))[0]
     data.write_text(data.read_text().replace('"points": ', '"points": 1', 1))
     assert sorted(p.name for p in release(course, check=True)) == sorted(
-        [target.name, "orphan.ipynb", data.name])
+        [target.name, "orphan.ipynb", data.name]
+    )
     release(course)  # regenerating repairs all three
     assert release(course, check=True) == []
 
@@ -81,8 +86,10 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
 
         expected = get_question(q["grade_id"]).expected
         public = json.dumps(q["public"])
-        if isinstance(expected, str) or (isinstance(expected, tuple) and all(isinstance(v, str) for v in expected)):
-            for word in ([expected] if isinstance(expected, str) else expected):
+        if isinstance(expected, str) or (
+            isinstance(expected, tuple) and all(isinstance(v, str) for v in expected)
+        ):
+            for word in [expected] if isinstance(expected, str) else expected:
                 assert f'"{word}"' not in public, (q["grade_id"], word)
         assert set(q["public"]) == {"info", "mistakes"}
         assert set(q["public"]["info"]) <= {"hashes", "type", "shape", "length"}
@@ -92,7 +99,9 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
 # Metadata
 
 
-@pytest.mark.parametrize("path", SOLUTION_FILES + EXERCISE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path", SOLUTION_FILES + EXERCISE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_nbgrader_metadata_is_valid_schema_3(path):
     nb = nbformat.read(path, as_version=4)
     assert validate_nbgrader_metadata(nb, path.name) == []
@@ -109,7 +118,9 @@ def test_exercise_has_no_solutions_and_no_outputs(path):
             assert cell.outputs == [] and cell.execution_count is None
         md = _nbgrader(cell)
         if md.get("locked") or (md.get("grade") and not md.get("solution")):
-            assert cell.metadata.get("editable") is False and cell.metadata.get("deletable") is False
+            assert (
+                cell.metadata.get("editable") is False and cell.metadata.get("deletable") is False
+            )
 
 
 @pytest.mark.parametrize("path", EXERCISE_FILES, ids=lambda p: p.name)
@@ -150,14 +161,41 @@ def _solution_nb():
         return c
 
     nb.cells = [
-        cell("code", "def f(x):\n    ### BEGIN SOLUTION\n    ### HINT: double it\n    return 2 * x\n"
-                     "    ### END SOLUTION", grade=False, solution=True, locked=False, grade_id="q_f"),
-        cell("code", "### BEGIN SOLUTION\na = 1\nb, c = 2, 3\nd: int = 4\n### END SOLUTION",
-             grade=False, solution=True, locked=False, grade_id="q_a"),
-        cell("markdown", "Explain.\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION",
-             grade=True, solution=True, locked=False, grade_id="q_m", points=2),
-        cell("code", 'check("q_f", f)\n### BEGIN HIDDEN TESTS\nassert f(1) == 2\n### END HIDDEN TESTS',
-             grade=True, solution=False, locked=True, grade_id="q_f_check", points=1),
+        cell(
+            "code",
+            "def f(x):\n    ### BEGIN SOLUTION\n    ### HINT: double it\n    return 2 * x\n"
+            "    ### END SOLUTION",
+            grade=False,
+            solution=True,
+            locked=False,
+            grade_id="q_f",
+        ),
+        cell(
+            "code",
+            "### BEGIN SOLUTION\na = 1\nb, c = 2, 3\nd: int = 4\n### END SOLUTION",
+            grade=False,
+            solution=True,
+            locked=False,
+            grade_id="q_a",
+        ),
+        cell(
+            "markdown",
+            "Explain.\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION",
+            grade=True,
+            solution=True,
+            locked=False,
+            grade_id="q_m",
+            points=2,
+        ),
+        cell(
+            "code",
+            'check("q_f", f)\n### BEGIN HIDDEN TESTS\nassert f(1) == 2\n### END HIDDEN TESTS',
+            grade=True,
+            solution=False,
+            locked=True,
+            grade_id="q_f_check",
+            points=1,
+        ),
     ]
     nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="old output")]
     nb.cells[0].execution_count = 3
@@ -172,7 +210,11 @@ def test_release_turns_answers_into_stubs_and_keeps_the_source_intact():
     f, a, m, chk = (c.source for c in ex.cells)
     assert "raise NotImplementedError('double it')" in f and "return 2 * x" not in f
     assert [line for line in a.splitlines() if "= None" in line] == [
-        "a = None", "b = None", "c = None", "d = None"]
+        "a = None",
+        "b = None",
+        "c = None",
+        "d = None",
+    ]
     assert m == "Explain.\nYOUR ANSWER HERE"
     assert chk == 'check("q_f", f)' and "assert" not in chk
     assert ex.cells[0].outputs == [] and ex.cells[0].execution_count is None
@@ -195,7 +237,11 @@ def test_metadata_validation_names_the_problems():
     sol.cells[3].metadata["nbgrader"].pop("points")
     sol.cells[2].metadata["nbgrader"]["colour"] = "red"
     problems = " | ".join(validate_nbgrader_metadata(sol))
-    assert "not unique" in problems and "needs points" in problems and "unknown nbgrader keys" in problems
+    assert (
+        "not unique" in problems
+        and "needs points" in problems
+        and "unknown nbgrader keys" in problems
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,8 +253,9 @@ def test_fresh_exercise_runs_and_every_check_says_not_attempted(path, tmp_path):
     copy_path = tmp_path / path.name
     shutil.copy(path, copy_path)
     nb = nbformat.read(copy_path, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     assignment = nb.metadata["mha_course"]["assignment"]
     text = {}
     for cell in nb.cells:
@@ -217,7 +264,11 @@ def test_fresh_exercise_runs_and_every_check_says_not_attempted(path, tmp_path):
         for out in cell.outputs:
             assert out.output_type != "error", f"{out.get('ename')}: {out.get('evalue')}"
         for gid, _ in _check_calls(cell.source):
-            text[gid] = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+            text[gid] = "".join(
+                o.get("text", "") for o in cell.outputs if o.output_type == "stream"
+            )
     for q in questions_for(assignment):
         if q.kind != "manual":
-            assert text.get(q.grade_id, "").startswith(f"{q.grade_id}: not attempted yet"), text.get(q.grade_id)
+            assert text.get(q.grade_id, "").startswith(f"{q.grade_id}: not attempted yet"), (
+                text.get(q.grade_id)
+            )

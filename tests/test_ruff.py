@@ -15,8 +15,9 @@ else:  # Python 3.10: the test extra installs tomli
 
 
 def _ruff(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=cwd, capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def test_ruff_finds_nothing_in_the_code_and_the_notebooks():
@@ -26,15 +27,32 @@ def test_ruff_finds_nothing_in_the_code_and_the_notebooks():
 
 def test_ruff_reads_the_notebooks(tmp_path):
     """The check above can fail on a notebook: an unused import in a code cell is reported."""
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "a", "metadata": {},
-                     "outputs": [], "source": ["import os\n", "x = 1"]}],
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                      "language": "python"},
-                       "language_info": {"name": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": "a",
+                "metadata": {},
+                "outputs": [],
+                "source": ["import os\n", "x = 1"],
+            }
+        ],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (tmp_path / "lesson.ipynb").write_text(json.dumps(nb))
-    run = _ruff("check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
-                str(tmp_path / "lesson.ipynb"))
+    run = _ruff(
+        "check",
+        "--no-cache",
+        "--config",
+        str(ROOT / "pyproject.toml"),
+        str(tmp_path / "lesson.ipynb"),
+    )
     assert run.returncode == 1 and "F401" in run.stdout, run.stdout + run.stderr
 
 

@@ -82,8 +82,11 @@ def test_calling_the_helper_the_question_is_about_scores_zero_in_both(q):
     module, _, name = dotted.rpartition(".")
     helper = getattr(importlib.import_module(module), name)
 
-    required = [p for p in inspect.signature(helper).parameters.values()
-                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [
+        p
+        for p in inspect.signature(helper).parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
 
     def uses_helper(*args):
         given = (list(copy_args(args)) + [None] * len(required))[: len(required)]
@@ -98,8 +101,13 @@ def test_calling_the_helper_the_question_is_about_scores_zero_in_both(q):
 
 
 def test_text_is_never_a_number():
-    number_questions = [q for q in QUESTIONS if q.kind == "value" and not isinstance(q.expected, str)
-                        and not (isinstance(q.expected, tuple) and any(isinstance(v, str) for v in q.expected))]
+    number_questions = [
+        q
+        for q in QUESTIONS
+        if q.kind == "value"
+        and not isinstance(q.expected, str)
+        and not (isinstance(q.expected, tuple) and any(isinstance(v, str) for v in q.expected))
+    ]
     assert number_questions
     for q in number_questions:
         r = self_check(q.grade_id, str(q.expected))

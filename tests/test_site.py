@@ -56,12 +56,15 @@ DOCS = site_build.docs_pages()
 
 def _skip_or_fail(reason: str):
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{reason}. CI must build and check the site (make install installs the [site] "
-                    f"extra; .ci/run installs Chromium).")
+        pytest.fail(
+            f"{reason}. CI must build and check the site (make install installs the [site] "
+            f"extra; .ci/run installs Chromium)."
+        )
     pytest.skip(reason)
 
 
 # --- fixtures: one build, one server, one browser for the whole module -----------------------
+
 
 @pytest.fixture(scope="module")
 def built_site(tmp_path_factory):
@@ -70,10 +73,17 @@ def built_site(tmp_path_factory):
         _skip_or_fail("Sphinx and myst-nb are not installed (pip install -e '.[site]')")
     out = tmp_path_factory.mktemp("website") / "site"
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(SITE_SRC / "build_site.py"), "--out", str(out), "-q"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(SITE_SRC / "build_site.py"), "--out", str(out), "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     seconds = time.perf_counter() - t0
-    assert proc.returncode == 0, f"the site did not build:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"the site did not build:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    )
     print(f"site built in {seconds:.1f} s")
     return out
 
@@ -113,13 +123,27 @@ class Reader:
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.set_default_timeout(20_000)
-        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
-                     if m.type == "error" else None)
+        self.page.on(
+            "console",
+            lambda m: (
+                self.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+            ),
+        )
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        self.page.on("requestfailed", lambda r: self.problems.append(f"request failed: {r.url} ({r.failure})")
-                     if urllib.parse.urlsplit(r.url).netloc == self.origin else None)
-        self.page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}")
-                     if r.status >= 400 else None)
+        self.page.on(
+            "requestfailed",
+            lambda r: (
+                self.problems.append(f"request failed: {r.url} ({r.failure})")
+                if urllib.parse.urlsplit(r.url).netloc == self.origin
+                else None
+            ),
+        )
+        self.page.on(
+            "response",
+            lambda r: (
+                self.problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None
+            ),
+        )
 
     def _route(self, route):
         url = route.request.url
@@ -165,12 +189,18 @@ def _page(path: Path) -> str:
 EXTERNAL_ASSET = re.compile(
     r"""<(?:script|img|iframe|source|audio|video)\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//"""
     r"""|<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//[^>]*>"""
-    r"""|url\(\s*["']?(?:https?:)?//|@import\s+["']?(?:url\()?["']?(?:https?:)?//""", re.I)
+    r"""|url\(\s*["']?(?:https?:)?//|@import\s+["']?(?:url\()?["']?(?:https?:)?//""",
+    re.I,
+)
 
 
 def test_the_build_writes_every_page_and_loads_nothing_from_outside(built_site):
-    expected = ["index.html", "search.html", "exercises/index.html",
-                *(_page(p) for p in LESSONS + EXERCISES + DOCS)]
+    expected = [
+        "index.html",
+        "search.html",
+        "exercises/index.html",
+        *(_page(p) for p in LESSONS + EXERCISES + DOCS),
+    ]
     missing = [p for p in expected if not (built_site / p).is_file()]
     assert not missing, f"pages missing from the site: {missing}"
     for nb in LESSONS + EXERCISES:  # the download links' targets: the repository's own files
@@ -184,6 +214,7 @@ def test_the_build_writes_every_page_and_loads_nothing_from_outside(built_site):
 
 
 # --- every page, every link ------------------------------------------------------------------
+
 
 def test_every_page_loads_offline_and_every_internal_link_resolves(reader, built_site):
     """Follow every link from the home page, as a reader clicking through the site would."""
@@ -225,10 +256,15 @@ def test_every_page_loads_offline_and_every_internal_link_resolves(reader, built
 
 # --- lessons ---------------------------------------------------------------------------------
 
+
 def _stored_images(nb_path: Path) -> int:
     nb = nbformat.read(nb_path, as_version=4)
-    return sum(1 for cell in nb.cells for out in cell.get("outputs", [])
-               if {"image/png", "image/jpeg", "image/svg+xml"} & set(out.get("data", {})))
+    return sum(
+        1
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if {"image/png", "image/jpeg", "image/svg+xml"} & set(out.get("data", {}))
+    )
 
 
 def _has_math(nb_path: Path) -> bool:
@@ -245,7 +281,9 @@ PROSE_TEXT = """() => {
         .forEach(e => e.remove());
     return copy.textContent;
 }"""
-RAW_TEX = re.compile(r"\$[^$\n]+\$|\\\(|\\\)|\\\[|\\\]|\\(frac|sqrt|cdot|times|mathrm|text|begin|end)\b|[_^]\{")
+RAW_TEX = re.compile(
+    r"\$[^$\n]+\$|\\\(|\\\)|\\\[|\\\]|\\(frac|sqrt|cdot|times|mathrm|text|begin|end)\b|[_^]\{"
+)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
@@ -255,13 +293,17 @@ def test_a_lesson_page_shows_its_figures_math_and_run_links(reader, lesson):
         images = page.evaluate("""() => [...document.querySelectorAll('article img')].map(i =>
             ({src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0, w: i.getBoundingClientRect().width}))""")
         stored = _stored_images(lesson)
-        assert len(images) >= stored, f"{len(images)} images on the page, {stored} figures in the notebook"
+        assert len(images) >= stored, (
+            f"{len(images)} images on the page, {stored} figures in the notebook"
+        )
         bad = [i["src"] for i in images if not (i["ok"] and i["w"] > 0)]
         assert not bad, f"images not shown: {bad}"
 
         if _has_math(lesson):
             assert page.locator(".katex").count() > 0, "the lesson has math but KaTeX rendered none"
-        assert page.locator(".katex-error").count() == 0, page.locator(".katex-error").first.inner_text()
+        assert page.locator(".katex-error").count() == 0, page.locator(
+            ".katex-error"
+        ).first.inner_text()
         leftover = sorted({m.group(0) for m in RAW_TEX.finditer(page.evaluate(PROSE_TEXT))})
         assert not leftover, f"TeX left unrendered in the text: {leftover[:10]}"
         assert "Error displaying widget" not in page.inner_text("article")
@@ -272,16 +314,24 @@ def test_a_lesson_page_shows_its_figures_math_and_run_links(reader, lesson):
         assert download.get_attribute("href") == lesson.name
         with urllib.request.urlopen(f"{reader.base}/notebooks/{lesson.name}", timeout=10) as r:
             assert r.read() == lesson.read_bytes()
-        assert page.locator("a.mha-jupyterlab").get_attribute("href") == site_build.jupyterlab_url(path)
+        assert page.locator("a.mha-jupyterlab").get_attribute("href") == site_build.jupyterlab_url(
+            path
+        )
         url, _ = site_build.repository_url()
-        assert page.locator("a.mha-binder").get_attribute("href") == site_build.binder_url(url, path)
+        assert page.locator("a.mha-binder").get_attribute("href") == site_build.binder_url(
+            url, path
+        )
 
         # Previous / next follow the lesson order.
         i = LESSONS.index(lesson)
         if i + 1 < len(LESSONS):
-            assert page.locator("a.right-next").get_attribute("href") == f"{LESSONS[i + 1].stem}.html"
+            assert (
+                page.locator("a.right-next").get_attribute("href") == f"{LESSONS[i + 1].stem}.html"
+            )
         if i > 0:
-            assert page.locator("a.left-prev").get_attribute("href") == f"{LESSONS[i - 1].stem}.html"
+            assert (
+                page.locator("a.left-prev").get_attribute("href") == f"{LESSONS[i - 1].stem}.html"
+            )
         assert not reader.outside and not reader.problems, reader.outside + reader.problems
     except BaseException:
         _save_screenshot(page, f"site-{lesson.stem}")
@@ -304,6 +354,7 @@ def test_lesson_02_shows_the_shape_explorers_static_picture(reader):
 
 # --- exercises, guides, home, search ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("exercise", EXERCISES, ids=[p.stem for p in EXERCISES])
 def test_an_exercise_page_has_its_download_and_the_self_check_instructions(reader, exercise):
     page = reader.open(_page(exercise))
@@ -311,21 +362,33 @@ def test_an_exercise_page_has_its_download_and_the_self_check_instructions(reade
     instructions = page.locator(".mha-self-check").inner_text()
     for words in ("check(", "passed", "not attempted yet", "score_summary"):
         assert words in instructions, f"{words!r} missing from the self-check instructions"
-    assert "YOUR CODE HERE" in page.inner_text("article") or "YOUR ANSWER HERE" in page.inner_text("article")
+    assert "YOUR CODE HERE" in page.inner_text("article") or "YOUR ANSWER HERE" in page.inner_text(
+        "article"
+    )
     if (ROOT / "docs" / "learner_guide.md").is_file():
-        assert page.locator(".mha-self-check a").get_attribute("href") == "../docs/learner_guide.html"
+        assert (
+            page.locator(".mha-self-check a").get_attribute("href") == "../docs/learner_guide.html"
+        )
     assert not reader.outside and not reader.problems, reader.outside + reader.problems
 
 
 def test_the_home_page_has_the_readme_introduction_and_links_every_lesson(reader):
     page = reader.open("index.html")
-    intro = (ROOT / "README.md").read_text().split("\n## ")[0].splitlines()[2]  # first line of prose
+    intro = (
+        (ROOT / "README.md").read_text().split("\n## ")[0].splitlines()[2]
+    )  # first line of prose
     assert re.sub(r"[*`]", "", intro).strip()[:40] in page.inner_text("article")
-    article_links = set(page.eval_on_selector_all("article a[href]", "as => as.map(a => a.getAttribute('href'))"))
-    sidebar = page.eval_on_selector_all(".bd-sidebar-primary a[href]", "as => as.map(a => a.getAttribute('href'))")
+    article_links = set(
+        page.eval_on_selector_all("article a[href]", "as => as.map(a => a.getAttribute('href'))")
+    )
+    sidebar = page.eval_on_selector_all(
+        ".bd-sidebar-primary a[href]", "as => as.map(a => a.getAttribute('href'))"
+    )
     for lesson in LESSONS:
         assert _page(lesson) in sidebar, f"{lesson.name} is not in the sidebar"
-    readme_lessons = [p for p in LESSONS if f"notebooks/{p.name}" in (ROOT / "README.md").read_text()]
+    readme_lessons = [
+        p for p in LESSONS if f"notebooks/{p.name}" in (ROOT / "README.md").read_text()
+    ]
     for lesson in readme_lessons:  # the lesson map links what the README lists
         assert _page(lesson) in article_links, f"the lesson map does not link {lesson.name}"
     in_order = [h for h in sidebar if h.startswith("notebooks/")]
@@ -368,12 +431,19 @@ NO_SIDEWAYS = """() => {
 def test_at_phone_width_no_page_scrolls_sideways(browser, base_url):
     r = Reader(browser, base_url, PHONE)
     try:
-        for path in ["index.html", *(_page(p) for p in LESSONS), _page(EXERCISES[0]), _page(DOCS[0])]:
+        for path in [
+            "index.html",
+            *(_page(p) for p in LESSONS),
+            _page(EXERCISES[0]),
+            _page(DOCS[0]),
+        ]:
             page = r.open(path)
             m = page.evaluate(NO_SIDEWAYS)
             if m["scroll"] > m["width"] or m["body"] > m["width"] or m["wide"]:
                 _save_screenshot(page, "site-phone-" + path.replace("/", "-"))
-            assert m["scroll"] <= m["width"] and m["body"] <= m["width"], f"{path} scrolls sideways: {m}"
+            assert m["scroll"] <= m["width"] and m["body"] <= m["width"], (
+                f"{path} scrolls sideways: {m}"
+            )
             assert not m["wide"], f"{path}: text wider than the screen: {m['wide'][:5]}"
         assert not r.outside and not r.problems, r.outside + r.problems
     finally:
@@ -382,27 +452,37 @@ def test_at_phone_width_no_page_scrolls_sideways(browser, base_url):
 
 # --- the links' pieces, and the CI rule ------------------------------------------------------
 
+
 def test_binder_links_follow_the_repository_url(tmp_path):
     gh = "https://github.com/someone/mha-course"
     assert site_build.binder_url(gh, "notebooks/02_heads.ipynb") == (
-        "https://mybinder.org/v2/gh/someone/mha-course/HEAD?urlpath=lab/tree/notebooks/02_heads.ipynb")
+        "https://mybinder.org/v2/gh/someone/mha-course/HEAD?urlpath=lab/tree/notebooks/02_heads.ipynb"
+    )
     assert site_build.binder_url("https://gitlab.com/grp/sub/mha", "notebooks/a.ipynb").startswith(
-        "https://mybinder.org/v2/gl/grp%2Fsub%2Fmha/HEAD?urlpath=lab/tree/notebooks/a.ipynb")
+        "https://mybinder.org/v2/gl/grp%2Fsub%2Fmha/HEAD?urlpath=lab/tree/notebooks/a.ipynb"
+    )
     assert site_build.binder_url("https://git.example.org/mha.git", "x.ipynb").startswith(
-        "https://mybinder.org/v2/git/https%3A%2F%2Fgit.example.org%2Fmha.git/HEAD?")
+        "https://mybinder.org/v2/git/https%3A%2F%2Fgit.example.org%2Fmha.git/HEAD?"
+    )
     pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text('[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/a/b.git"\n')
+    pyproject.write_text(
+        '[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/a/b.git"\n'
+    )
     assert site_build.repository_url(pyproject) == ("https://github.com/a/b", False)
     pyproject.write_text('[project]\nname = "x"\n')
     assert site_build.repository_url(pyproject) == (site_build.PLACEHOLDER_REPOSITORY, True)
-    pyproject.write_text(f'[project]\nname = "x"\n[project.urls]\nRepository = "{site_build.PLACEHOLDER_REPOSITORY}"\n')
+    pyproject.write_text(
+        f'[project]\nname = "x"\n[project.urls]\nRepository = "{site_build.PLACEHOLDER_REPOSITORY}"\n'
+    )
     assert site_build.repository_url(pyproject) == (site_build.PLACEHOLDER_REPOSITORY, True)
 
 
 def test_the_home_page_lesson_map_is_built_from_the_readme(tmp_path):
-    readme = ("# Title\n\nIntro line.\n\n## Quick start\n\nskip me\n\n## Lesson map\n\n"
-              "| notebook | exercise |\n|---|---|\n| `notebooks/01_a.ipynb` | `exercises/01_a.ipynb` |\n\n"
-              "## Other\n\nnot on the home page\n")
+    readme = (
+        "# Title\n\nIntro line.\n\n## Quick start\n\nskip me\n\n## Lesson map\n\n"
+        "| notebook | exercise |\n|---|---|\n| `notebooks/01_a.ipynb` | `exercises/01_a.ipynb` |\n\n"
+        "## Other\n\nnot on the home page\n"
+    )
     (tmp_path / "notebooks").mkdir()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 01 · A lesson\n\ntext")])
     nbformat.write(nb, tmp_path / "notebooks" / "01_a.ipynb")
@@ -415,11 +495,18 @@ def test_the_home_page_lesson_map_is_built_from_the_readme(tmp_path):
 
 
 def test_relative_links_are_made_to_work_on_the_site():
-    staged = {"notebooks/01_a.ipynb", "exercises/01_a.ipynb", "exercises/index.md", "docs/sources.md"}
+    staged = {
+        "notebooks/01_a.ipynb",
+        "exercises/01_a.ipynb",
+        "exercises/index.md",
+        "docs/sources.md",
+    }
     repo = "https://github.com/someone/mha-course"
-    text = ("[next](01_a.ipynb) [ex](../exercises/01_a.ipynb#q1) [all](../exercises/) "
-            "[guide](../CONTRIBUTING.md#graded-exercises) [code](../mha_helpers/) [web](https://example.org/x) "
-            "[here](#top) [gone](../exercises/09_missing.ipynb) ![pic](../docs/images/x.png)")
+    text = (
+        "[next](01_a.ipynb) [ex](../exercises/01_a.ipynb#q1) [all](../exercises/) "
+        "[guide](../CONTRIBUTING.md#graded-exercises) [code](../mha_helpers/) [web](https://example.org/x) "
+        "[here](#top) [gone](../exercises/09_missing.ipynb) ![pic](../docs/images/x.png)"
+    )
     out = site_build.rewrite_links(text, "notebooks", staged, repo)
     assert "[next](01_a.ipynb)" in out and "[ex](../exercises/01_a.ipynb#q1)" in out
     assert "[all](../exercises/index.md)" in out

@@ -50,12 +50,16 @@ def _first_code_cell(nb):
 # The managed first cell
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=_id)
 def test_every_notebook_starts_with_the_current_install_check(path):
     nb = nbformat.read(path, as_version=4)
     cell = _first_code_cell(nb)
-    fix = ("run `mha-course execute` on it" if path.parent.name != "exercises"
-           else "run `mha-course release`")
+    fix = (
+        "run `mha-course execute` on it"
+        if path.parent.name != "exercises"
+        else "run `mha-course release`"
+    )
     assert INSTALL_CHECK_TAG in cell.metadata.get("tags", []), f"{path.name}: {fix}"
     assert cell.source == install_check_source(REPOSITORY), f"{path.name}: outdated; {fix}"
     assert sum(INSTALL_CHECK_TAG in c.metadata.get("tags", []) for c in nb.cells) == 1
@@ -81,9 +85,11 @@ def test_the_install_line_comes_from_pyproject_and_is_a_real_pip_command():
 
 def _toy(graded=False):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# Title"),
-                nbformat.v4.new_code_cell("import numpy as np"),
-                nbformat.v4.new_code_cell("x = 1")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Title"),
+        nbformat.v4.new_code_cell("import numpy as np"),
+        nbformat.v4.new_code_cell("x = 1"),
+    ]
     if graded:
         nb.metadata["mha_course"] = {"assignment": "01_toy"}
     return nb
@@ -94,7 +100,10 @@ def test_set_install_check_inserts_once_before_the_first_code_cell_and_refreshes
     assert set_install_check(nb, "https://example.org/a/course") is True
     assert [c.cell_type for c in nb.cells] == ["markdown", "code", "code", "code"]
     assert nb.cells[1].source == install_check_source("https://example.org/a/course")
-    assert nb.cells[1].metadata == {"tags": [INSTALL_CHECK_TAG]} and "nbgrader" not in nb.cells[1].metadata
+    assert (
+        nb.cells[1].metadata == {"tags": [INSTALL_CHECK_TAG]}
+        and "nbgrader" not in nb.cells[1].metadata
+    )
     assert set_install_check(nb, "https://example.org/a/course") is False  # idempotent
     # A fork changes the URL: the same cell is refreshed, not a second one added.
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="old")]
@@ -112,8 +121,13 @@ def test_in_graded_notebooks_the_install_check_is_a_locked_course_cell():
     nb = _toy(graded=True)
     set_install_check(nb, "https://example.org/a/course")
     assert _first_code_cell(nb).metadata["nbgrader"] == {
-        "schema_version": 3, "grade": False, "solution": False, "locked": True,
-        "grade_id": INSTALL_CHECK_GRADE_ID, "task": False}
+        "schema_version": 3,
+        "grade": False,
+        "solution": False,
+        "locked": True,
+        "grade_id": INSTALL_CHECK_GRADE_ID,
+        "task": False,
+    }
     nbformat.validate(nb)
 
 
@@ -131,30 +145,40 @@ def test_notebooks_use_no_files_of_the_repository(path):
         if cell.cell_type == "code":
             assert not REACHES_OUT.search(cell.source), (
                 f"{path.name}, cell {i}: reads the repository's files; a notebook opened on its "
-                f"own has only the installed package:\n{cell.source}")
+                f"own has only the installed package:\n{cell.source}"
+            )
         elif cell.cell_type == "markdown":
             for target in re.findall(r"\]\(([^)\s]+)\)", cell.source):
                 if re.match(r"[a-z]+:|#", target):
                     continue
                 assert (path.parent / target.split("#")[0]).exists(), (
-                    f"{path.name}: the link {target} points at nothing")
+                    f"{path.name}: the link {target} points at nothing"
+                )
 
 
 # ---------------------------------------------------------------------------------------------
 # A fresh environment with the wheel and a kernel only
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def kernel_env(tmp_path_factory):
     """A virtual environment with ipykernel only (not the course yet), and a kernelspec for it."""
     base = tmp_path_factory.mktemp("standalone")
-    python = wheel_helpers.fresh_venv(base / "venv", "ipykernel",
-                                      wheelhouse_for=(*LEARNER_SET, "ipykernel"))
+    python = wheel_helpers.fresh_venv(
+        base / "venv", "ipykernel", wheelhouse_for=(*LEARNER_SET, "ipykernel")
+    )
     spec = base / "kernels" / "mha-standalone"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "standalone", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "standalone",
+                "language": "python",
+            }
+        )
+    )
     return {"base": base, "python": python, "kernels": base / "kernels"}
 
 
@@ -173,11 +197,17 @@ def _run_alone(env, notebook: Path, folder: Path, extra_env=None):
     for cell in nb.cells:  # start from a clean notebook, to see which cells ran
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    km = KernelManager(kernel_name="mha-standalone",
-                       kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(env["kernels"])]))
-    kernel_env = {"PATH": f"{env['python'].parent}:/usr/bin:/bin", "HOME": str(env["base"]),
-                  "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYTHONHASHSEED": "0",
-                  **(extra_env or {})}
+    km = KernelManager(
+        kernel_name="mha-standalone",
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(env["kernels"])]),
+    )
+    kernel_env = {
+        "PATH": f"{env['python'].parent}:/usr/bin:/bin",
+        "HOME": str(env["base"]),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "PYTHONHASHSEED": "0",
+        **(extra_env or {}),
+    }
     client = NotebookClient(nb, km=km, timeout=120, resources={"metadata": {"path": str(folder)}})
     try:
         client.execute(env=kernel_env)
@@ -214,7 +244,7 @@ def test_without_the_course_the_first_cell_says_how_to_install_it_and_stops(kern
     assert code[0].outputs and all(not c.outputs for c in code[1:]), "later cells must not run"
 
 
-COLAB_STARTUP = '''
+COLAB_STARTUP = """
 import subprocess, sys, types
 from IPython.core.magic import register_line_magic
 
@@ -229,7 +259,7 @@ def pip(line):  # Colab's %pip, offline: record the call, install the course's l
     subprocess.run([{outer!r}, "-m", "pip", "--python", sys.executable, "install", "--quiet",
                     "--no-index", "--find-links", {house!r}, "--no-compile", {wheel!r}], check=True)
     print("installed from", {wheel!r})
-'''
+"""
 
 
 def test_in_colab_the_first_cell_installs_the_course_and_the_notebook_runs(kernel_env):
@@ -239,10 +269,14 @@ def test_in_colab_the_first_cell_installs_the_course_and_the_notebook_runs(kerne
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True)
     house = wheel_helpers.wheelhouse((*LEARNER_SET, "ipykernel"))
-    (startup / "00-fake-colab.py").write_text(COLAB_STARTUP.format(
-        outer=sys.executable, house=str(house), wheel=str(wheel_helpers.course_wheel())))
-    nb, err = _run_alone(kernel_env, lesson, kernel_env["base"] / "colab",
-                         {"IPYTHONDIR": str(ipython_dir)})
+    (startup / "00-fake-colab.py").write_text(
+        COLAB_STARTUP.format(
+            outer=sys.executable, house=str(house), wheel=str(wheel_helpers.course_wheel())
+        )
+    )
+    nb, err = _run_alone(
+        kernel_env, lesson, kernel_env["base"] / "colab", {"IPYTHONDIR": str(ipython_dir)}
+    )
     assert err is None, f"{lesson.name} failed after the Colab install:\n{err}"
     assert "installed from" in _text(nb)
 
@@ -266,20 +300,23 @@ def test_a_lesson_and_an_exercise_run_alone_with_the_wheel_and_a_kernel(kernel_e
 # Lesson 00's set-up check reports what the course needs, in the front end it runs in
 # ---------------------------------------------------------------------------------------------
 
+
 def test_the_setup_report_asks_for_what_the_course_needs_not_for_jupyterlab(monkeypatch):
     from mha_helpers import environment
 
     installed = environment._version
     monkeypatch.setattr(environment, "front_end", lambda: "Google Colab")
-    monkeypatch.setattr(environment, "_version",
-                        lambda name: None if name == "jupyterlab" else installed(name))
+    monkeypatch.setattr(
+        environment, "_version", lambda name: None if name == "jupyterlab" else installed(name)
+    )
     report = environment.environment_report()
     assert "jupyterlab" not in report.lower() and "MISSING" not in report
     assert "Front end: Google Colab" in report and "Jupyter widgets" in report
     for name in ("numpy", "matplotlib", "ipywidgets"):
         assert re.search(rf"^{name} [\d.]+\S*: ok", report, re.M), report
-    monkeypatch.setattr(environment, "_version",
-                        lambda name: None if name == "ipywidgets" else installed(name))
+    monkeypatch.setattr(
+        environment, "_version", lambda name: None if name == "ipywidgets" else installed(name)
+    )
     report = environment.environment_report()
     assert "ipywidgets: MISSING (the sliders)" in report
     assert environment.install_command() in report

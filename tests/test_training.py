@@ -168,7 +168,9 @@ def test_training_is_determined_by_the_seed():
     assert np.array_equal(loss_a, loss_b)
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert not np.array_equal(a["embed"], c["embed"])
-    assert np.array_equal(params["embed"], init_model(16, 10, 32, 1, seed=5)["embed"])  # not modified
+    assert np.array_equal(
+        params["embed"], init_model(16, 10, 32, 1, seed=5)["embed"]
+    )  # not modified
 
 
 def test_two_heads_solve_the_vote_table_task_and_take_the_two_roles():
@@ -203,7 +205,7 @@ def test_repeated_segments(distinct):
         m = len(used) + 1
         lengths.add(m)
         start = 20 - m
-        assert np.array_equal(tokens[b, start:], tokens[b, start - m:start])
+        assert np.array_equal(tokens[b, start:], tokens[b, start - m : start])
         assert np.array_equal(targets[b, used], tokens[b, used + 1])
         if distinct:
             assert len(set(tokens[b, 1:start].tolist())) == start - 1
@@ -235,10 +237,13 @@ def test_induction_scores_match_a_loop_over_queries_and_keys():
     weights = scores / scores.sum(axis=-1, keepdims=True)
     per_query = []
     for b, t in zip(*np.nonzero(targets >= 0)):
-        per_query.append(sum(weights[b, :, t, s] for s in range(1, t + 1)
-                             if tokens[b, s - 1] == tokens[b, t]) + np.zeros(2))
-    np.testing.assert_allclose(induction_scores(weights, tokens, targets), np.mean(per_query, axis=0),
-                               rtol=1e-12)
+        per_query.append(
+            sum(weights[b, :, t, s] for s in range(1, t + 1) if tokens[b, s - 1] == tokens[b, t])
+            + np.zeros(2)
+        )
+    np.testing.assert_allclose(
+        induction_scores(weights, tokens, targets), np.mean(per_query, axis=0), rtol=1e-12
+    )
 
 
 def test_duplicate_token_score_tells_a_duplicate_head_from_a_previous_token_head():
@@ -257,8 +262,10 @@ def test_duplicate_token_score_tells_a_duplicate_head_from_a_previous_token_head
     np.testing.assert_allclose(duplicate_token_scores(weights, tokens, targets), [0.0, 0.75])
     np.testing.assert_allclose(previous_token_score(weights, targets), [1.0, 0.0])
     # a query whose token never occurred before counts as 0, and the query itself is no copy
-    np.testing.assert_allclose(duplicate_token_scores(np.eye(n)[None, None], tokens,
-                                                      np.array([[-1, -1, -1, 0, 0, -1]])), [0.0])
+    np.testing.assert_allclose(
+        duplicate_token_scores(np.eye(n)[None, None], tokens, np.array([[-1, -1, -1, 0, 0, -1]])),
+        [0.0],
+    )
 
 
 # --- ablations, pruning and the measurements of lesson 06's second edition --------------------
@@ -299,8 +306,9 @@ def test_head_importance_is_the_loss_increase_of_removing_each_head():
     base = cross_entropy(forward(params, tokens, 2)[0], targets)[0]
     for head in range(2):
         w_o = prune_head(params["layers.0.w_o"], head, num_heads=2)
-        pruned = cross_entropy(forward(dict(params, **{"layers.0.w_o": w_o}), tokens, 2)[0],
-                               targets)[0]
+        pruned = cross_entropy(
+            forward(dict(params, **{"layers.0.w_o": w_o}), tokens, 2)[0], targets
+        )[0]
         assert imp[head] == pytest.approx(pruned - base, rel=1e-9, abs=1e-12)
     # heads already removed are not measured again
     assert np.isnan(head_importance(params, tokens, targets, 2, keep=[0, 1])[0])
@@ -345,10 +353,12 @@ def test_previous_token_score_at_chosen_positions():
     w = np.zeros((1, 2, 4, 4))
     w[0, 0, [1, 2, 3], [0, 1, 2]] = 1.0  # head 0 always attends to t - 1
     w[0, 1, :, 0] = 1.0  # head 1 always attends to position 0
-    np.testing.assert_allclose(previous_token_score(w, np.array([[False, False, True, True]])),
-                               [1.0, 0.0])
-    np.testing.assert_allclose(previous_token_score(w, np.array([[False, True, False, False]])),
-                               [1.0, 1.0])
+    np.testing.assert_allclose(
+        previous_token_score(w, np.array([[False, False, True, True]])), [1.0, 0.0]
+    )
+    np.testing.assert_allclose(
+        previous_token_score(w, np.array([[False, True, False, False]])), [1.0, 1.0]
+    )
     with pytest.raises(ValueError, match="position 0"):
         previous_token_score(w, np.array([[True, False, False, False]]))
 
@@ -358,8 +368,11 @@ def test_head_output_tables_are_the_path_from_a_read_token_to_the_logits():
     params = init_model(6, 3, 8, 1, num_outputs=5, seed=9)
     tables = head_output_tables(params, num_heads=2)
     assert tables.shape == (2, 6, 5)
-    np.testing.assert_allclose(tables.sum(axis=0),
-                               params["embed"] @ params["layers.0.w_v"] @ params["layers.0.w_o"]
-                               @ params["unembed"], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        tables.sum(axis=0),
+        params["embed"] @ params["layers.0.w_v"] @ params["layers.0.w_o"] @ params["unembed"],
+        rtol=1e-10,
+        atol=1e-12,
+    )
     assert table_correlation(tables[0], 3 * tables[0] + 1) == pytest.approx(1.0)
     assert abs(table_correlation(tables[0], tables[1])) < 0.9

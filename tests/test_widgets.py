@@ -56,6 +56,7 @@ def heads_drawn(html: str) -> list[str]:
 # Shape explorer: the pure function
 # ---------------------------------------------------------------------------------------------
 
+
 def test_shape_view_lists_every_shape_for_the_course_example():
     v = shape_view(8, 2, 3)
     assert v.ok and v.message == ""
@@ -89,7 +90,9 @@ def test_the_input_is_written_x_as_in_the_lessons():
         assert not re.search(r"\bX\b", text(html)), "the input is x (lowercase) in the lessons"
 
 
-@pytest.mark.parametrize("d_model,h,n", [(8, 1, 2), (8, 8, 3), (12, 3, 5), (768, 12, 8), (1024, 32, 8)])
+@pytest.mark.parametrize(
+    "d_model,h,n", [(8, 1, 2), (8, 8, 3), (12, 3, 5), (768, 12, 8), (1024, 32, 8)]
+)
 def test_shape_view_shapes_follow_d_head(d_model, h, n):
     v = shape_view(d_model, h, n)
     d_head = d_model // h
@@ -152,6 +155,7 @@ def test_the_suggestions_in_the_message_are_valid():
 # ---------------------------------------------------------------------------------------------
 # Shape explorer: the widget
 # ---------------------------------------------------------------------------------------------
+
 
 def test_shape_explorer_sliders_and_defaults():
     ex = shape_explorer()
@@ -237,10 +241,14 @@ def test_static_rendering_for_viewers_without_widgets():
 
 def test_explorers_use_a_fixed_model_id_and_a_new_one_retires_the_old():
     ids = {kind: W.stable_model_id(kind) for kind in ("shape", "kv_cache", "cost")}
-    assert len(set(ids.values())) == 3 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids.values())
+    assert len(set(ids.values())) == 3 and all(
+        re.fullmatch(r"[0-9a-f]{32}", i) for i in ids.values()
+    )
     first = shape_explorer()
     assert first.model_id == ids["shape"]
-    assert kv_cache_explorer().model_id == ids["kv_cache"] and cost_explorer().model_id == ids["cost"]
+    assert (
+        kv_cache_explorer().model_id == ids["kv_cache"] and cost_explorer().model_id == ids["cost"]
+    )
     second = shape_explorer(d_model=16)
     assert second.model_id == ids["shape"]
     assert first.comm is None and all(c.comm is None for c in first.controls.values())
@@ -255,7 +263,9 @@ def test_displaying_an_explorer_writes_the_picture_then_the_widget(monkeypatch):
 
     shown, updated = [], []
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)))
-    monkeypatch.setattr(IPython.display, "update_display", lambda obj, **kw: updated.append((obj, kw)))
+    monkeypatch.setattr(
+        IPython.display, "update_display", lambda obj, **kw: updated.append((obj, kw))
+    )
     ex = shape_explorer()
     ex._ipython_display_()
     (picture, picture_kw), (view, view_kw) = shown
@@ -268,7 +278,7 @@ def test_displaying_an_explorer_writes_the_picture_then_the_widget(monkeypatch):
     assert ex._picture_style in ex.children and ex._picture_style.layout.display == "none"
     # Moving a slider redraws the picture output too: it always shows the last state.
     ex.controls["h"].value = 4
-    (latest, latest_kw), = updated
+    ((latest, latest_kw),) = updated
     assert latest_kw == {"raw": True, "display_id": display_id}
     assert "d_head = 2" in text(latest["text/html"]) and "h = 4" in latest["text/plain"]
 
@@ -282,6 +292,7 @@ def test_importing_the_module_does_not_start_ipywidgets():
 # ---------------------------------------------------------------------------------------------
 # KV-cache explorer
 # ---------------------------------------------------------------------------------------------
+
 
 def test_kv_cache_view_llama_2_70b_matches_the_fact_sheet():
     v = kv_cache_view(80, 64, 8, 128, 4096, 2)
@@ -308,12 +319,20 @@ def test_kv_cache_models_are_the_fact_sheet_models_that_generate():
     assert rows["T5-base"].label == "T5-base decoder" and rows["T5-base"].num_layers == 12
     assert rows["Transformer base"].label == "Transformer base decoder"
     assert rows["GPT-2 small"].label == "GPT-2 small"
-    expected = {"Llama 2 70B": ("320 KiB", "1.25 GiB"), "Llama 3 8B": ("128 KiB", "512 MiB"),
-                "Llama 2 7B": ("512 KiB", "2 GiB"), "Falcon-7B": ("8 KiB", "32 MiB"),
-                "Gemma 2B": ("18 KiB", "72 MiB"), "GPT-3 175B": ("4.5 MiB", "18 GiB"),
-                "Mistral 7B": ("128 KiB", "512 MiB")}
+    expected = {
+        "Llama 2 70B": ("320 KiB", "1.25 GiB"),
+        "Llama 3 8B": ("128 KiB", "512 MiB"),
+        "Llama 2 7B": ("512 KiB", "2 GiB"),
+        "Falcon-7B": ("8 KiB", "32 MiB"),
+        "Gemma 2B": ("18 KiB", "72 MiB"),
+        "GPT-3 175B": ("4.5 MiB", "18 GiB"),
+        "Mistral 7B": ("128 KiB", "512 MiB"),
+    }
     for name, (per_token, per_seq) in expected.items():
-        assert (format_bytes(rows[name].per_token), format_bytes(rows[name].per_sequence)) == (per_token, per_seq)
+        assert (format_bytes(rows[name].per_token), format_bytes(rows[name].per_sequence)) == (
+            per_token,
+            per_seq,
+        )
 
 
 def test_encoder_only_models_are_not_in_the_table_and_the_note_says_why():
@@ -331,10 +350,19 @@ def test_encoder_only_models_are_not_in_the_table_and_the_note_says_why():
     assert "T5-base decoder (MHA)" in labels
 
 
-@pytest.mark.parametrize("theirs,yours,expected", [
-    (12, 320, "26.7\u00d7 smaller"), (4608, 320, "14.4\u00d7 larger"), (320, 320, "same"),
-    (8, 320, "40\u00d7 smaller"), (640, 320, "2\u00d7 larger"), (4_718_592, 32, "147,456\u00d7 larger"),
-    (32, 4_718_592, "147,456\u00d7 smaller"), (0.5, 1, "2\u00d7 smaller")])
+@pytest.mark.parametrize(
+    "theirs,yours,expected",
+    [
+        (12, 320, "26.7\u00d7 smaller"),
+        (4608, 320, "14.4\u00d7 larger"),
+        (320, 320, "same"),
+        (8, 320, "40\u00d7 smaller"),
+        (640, 320, "2\u00d7 larger"),
+        (4_718_592, 32, "147,456\u00d7 larger"),
+        (32, 4_718_592, "147,456\u00d7 smaller"),
+        (0.5, 1, "2\u00d7 smaller"),
+    ],
+)
 def test_compared_with_yours_uses_one_format(theirs, yours, expected):
     assert compared_text(theirs, yours) == expected
 
@@ -432,6 +460,7 @@ def test_the_model_menu_names_the_model_the_settings_match():
 # Cost explorer
 # ---------------------------------------------------------------------------------------------
 
+
 def test_cost_view_is_flat_in_h_and_grows_with_n():
     v = cost_view(768, 12, 1024)
     assert v.ok and v.d_head == 64
@@ -466,6 +495,7 @@ def test_cost_view_invalid_and_widget_recovery():
 # The timing hook the benchmarks use (speed itself is measured in benchmarks/, not here)
 # ---------------------------------------------------------------------------------------------
 
+
 def test_update_timings_drives_the_explorer_through_every_state():
     states = [{"d_model": d, "h": h, "n": 3} for d in (8, 1024) for h in (2, 3, 32)]
     times = update_timings("shape", states, repeat=2)
@@ -495,7 +525,9 @@ def _explorer_cells():
 def test_each_explorer_is_embedded_in_a_lesson():
     embedded = {name for _, name, _ in _explorer_cells()}
     assert embedded == {"shape_explorer", "kv_cache_explorer", "cost_explorer"}
-    assert any(nb.startswith("02") and name == "shape_explorer" for nb, name, _ in _explorer_cells())
+    assert any(
+        nb.startswith("02") and name == "shape_explorer" for nb, name, _ in _explorer_cells()
+    )
 
 
 _KINDS = {"shape_explorer": "shape", "kv_cache_explorer": "kv_cache", "cost_explorer": "cost"}
@@ -506,20 +538,29 @@ def test_stored_explorer_outputs_are_a_picture_then_the_widget():
         outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "display_data"]
         assert len(outputs) == 2, f"{notebook}: run mha-course execute (picture + widget expected)"
         picture, view = (o["data"] for o in outputs)
-        assert WIDGET_VIEW not in picture and "mha-static-explorer" in picture.get("text/html", ""), (
-            f"{notebook}: {name}() has no picture for viewers without widgets")
+        assert WIDGET_VIEW not in picture and "mha-static-explorer" in picture.get(
+            "text/html", ""
+        ), f"{notebook}: {name}() has no picture for viewers without widgets"
         assert "Run this cell to make its sliders live again" in text(picture["text/html"])
         assert view[WIDGET_VIEW]["model_id"] == W.stable_model_id(_KINDS[name]), (
-            f"{notebook}: {name}() output does not use the explorer's fixed model id")
+            f"{notebook}: {name}() output does not use the explorer's fixed model id"
+        )
 
 
 def _widget_outputs(nb):
-    return {o["data"][WIDGET_VIEW]["model_id"]: o for c in nb.cells for o in c.get("outputs", [])
-            if WIDGET_VIEW in o.get("data", {})}
+    return {
+        o["data"][WIDGET_VIEW]["model_id"]: o
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if WIDGET_VIEW in o.get("data", {})
+    }
 
 
-@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")) + sorted(
-    (NOTEBOOKS.parent / "solutions").glob("*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    sorted(NOTEBOOKS.glob("*.ipynb")) + sorted((NOTEBOOKS.parent / "solutions").glob("*.ipynb")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_stored_widget_state_matches_the_outputs_or_is_absent(path):
     """Every widget output has a placeholder model under its id (none other), so a saved and
     reopened lesson never shows "Error displaying widget: model not found"."""
@@ -530,11 +571,15 @@ def test_stored_widget_state_matches_the_outputs_or_is_absent(path):
         return
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     roots = {k for k, v in state.items() if v["model_name"] == "HTMLModel"}
-    assert roots == set(outputs), f"{path.name}: widget state does not match the outputs (run " \
-                                  "mha-course execute)"
+    assert roots == set(outputs), (
+        f"{path.name}: widget state does not match the outputs (run mha-course execute)"
+    )
     for model_id in roots:
-        refs = [v[len("IPY_MODEL_"):] for v in state[model_id]["state"].values()
-                if isinstance(v, str) and v.startswith("IPY_MODEL_")]
+        refs = [
+            v[len("IPY_MODEL_") :]
+            for v in state[model_id]["state"].values()
+            if isinstance(v, str) and v.startswith("IPY_MODEL_")
+        ]
         assert refs and all(r in state for r in refs)
         layout = next(state[r] for r in refs if state[r]["model_name"] == "LayoutModel")
         hidden = state[model_id]["state"]["value"] == ""
@@ -544,6 +589,7 @@ def test_stored_widget_state_matches_the_outputs_or_is_absent(path):
 # ---------------------------------------------------------------------------------------------
 # Shape explorer: the layer's block diagram follows the sliders
 # ---------------------------------------------------------------------------------------------
+
 
 def _diagram_heads(html: str) -> set:
     return {int(i) for i in re.findall(r'data-role="w_q" data-head="(\d+)"', html)}

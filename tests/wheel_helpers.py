@@ -39,11 +39,26 @@ def course_wheel() -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "mha_helpers", src / "mha_helpers",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        ROOT / "mha_helpers",
+        src / "mha_helpers",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     out = _WORK / "dist"
-    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
-                           "--outdir", str(out), str(src)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode:
         raise RuntimeError(f"python -m build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     (wheel,) = out.glob("*.whl")
@@ -55,8 +70,11 @@ def wheel_requirements(wheel: Path) -> list[str]:
     with zipfile.ZipFile(wheel) as z:
         name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
         text = z.read(name).decode()
-    return [line.split(":", 1)[1].strip() for line in text.splitlines()
-            if line.startswith("Requires-Dist:")]
+    return [
+        line.split(":", 1)[1].strip()
+        for line in text.splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
 
 
 def _applies(req: Requirement, extras: set) -> bool:
@@ -90,8 +108,11 @@ def closure(requirements) -> dict:
 
 def _repack(dist: metadata.Distribution, dest: Path) -> Path:
     """An installed distribution as a wheel again (files from its RECORD; scripts regenerate)."""
-    tags = [line.split(":", 1)[1].strip().split("-") for line in (dist.read_text("WHEEL") or "")
-            .splitlines() if line.startswith("Tag:")]
+    tags = [
+        line.split(":", 1)[1].strip().split("-")
+        for line in (dist.read_text("WHEEL") or "").splitlines()
+        if line.startswith("Tag:")
+    ]
     tag = "-".join(".".join(dict.fromkeys(t[i] for t in tags)) for i in range(3))
     name = re.sub(r"[-_.]+", "_", dist.metadata["Name"]).lower()
     wheel = dest / f"{name}-{dist.version}-{tag}.whl"
@@ -130,9 +151,25 @@ def fresh_venv(path: Path, *requirements: str, wheelhouse_for=()) -> Path:
 def install(python: Path, *requirements: str, wheelhouse_for=()) -> None:
     house = wheelhouse(tuple(wheelhouse_for))
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-         "--no-index", "--find-links", str(house), "--find-links", str(course_wheel().parent),
-         "--no-compile", "--disable-pip-version-check", *requirements],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-index",
+            "--find-links",
+            str(house),
+            "--find-links",
+            str(course_wheel().parent),
+            "--no-compile",
+            "--disable-pip-version-check",
+            *requirements,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode:
         raise RuntimeError(f"pip install {' '.join(requirements)} failed:\n{proc.stderr[-3000:]}")

@@ -8,5 +8,12 @@ Exercise notebooks import two names::
 from .check import check, score_summary
 from .questions import Mistake, Question, get_question, questions_for, register
 
-__all__ = ["check", "score_summary", "Question", "Mistake", "register", "get_question",
-           "questions_for"]
+__all__ = [
+    "check",
+    "score_summary",
+    "Question",
+    "Mistake",
+    "register",
+    "get_question",
+    "questions_for",
+]

@@ -28,8 +28,16 @@ from pathlib import Path
 import numpy as np
 
 from . import codec
-from .judge import (NO_OUTPUT, function_verdict, not_attempted, not_callable, question_meta,
-                    value_hashes, value_info, value_verdict)
+from .judge import (
+    NO_OUTPUT,
+    function_verdict,
+    not_attempted,
+    not_callable,
+    question_meta,
+    value_hashes,
+    value_info,
+    value_verdict,
+)
 from .watch import copy_args, run_cases
 
 __all__ = ["check", "score_summary", "evaluate", "self_check", "DATA_DIR"]
@@ -85,17 +93,26 @@ def _show(x) -> str:
 def _decode_mistakes(rows):
     out = []
     for row in rows:
-        out.append([NO_OUTPUT if isinstance(v, codec.Unsupported) else v
-                    for v in codec.decode(row)])
+        out.append(
+            [NO_OUTPUT if isinstance(v, codec.Unsupported) else v for v in codec.decode(row)]
+        )
     return out
 
 
 def _judge(meta: dict, answer, cases, expected, mistakes, value=None) -> dict:
     """Judge an answer in this process (cases, expected outputs and mistakes' outputs given)."""
     if meta["kind"] == "manual":
-        return {"grade_id": meta["grade_id"], "status": "manual", "points": 0.0,
-                "max_points": float(meta["points"]), "message": "graded by your instructor",
-                "hint": "", "case": None, "expected": None, "actual": None}
+        return {
+            "grade_id": meta["grade_id"],
+            "status": "manual",
+            "points": 0.0,
+            "max_points": float(meta["points"]),
+            "message": "graded by your instructor",
+            "hint": "",
+            "case": None,
+            "expected": None,
+            "actual": None,
+        }
     if meta["kind"] == "value":
         return value_verdict(meta, value[0], value[1], answer)
     if answer is None or answer is Ellipsis:
@@ -109,8 +126,20 @@ def _judge(meta: dict, answer, cases, expected, mistakes, value=None) -> dict:
 def self_check(grade_id: str, answer) -> dict:
     """The verdict on an answer from the release's self-check data (what :func:`check` prints)."""
     q = _load_data()[grade_id]
-    meta = {k: q[k] for k in ("grade_id", "assignment", "kind", "points", "hint", "rtol", "atol",
-                              "forbidden", "mistakes")}
+    meta = {
+        k: q[k]
+        for k in (
+            "grade_id",
+            "assignment",
+            "kind",
+            "points",
+            "hint",
+            "rtol",
+            "atol",
+            "forbidden",
+            "mistakes",
+        )
+    }
     pub = q.get("public") or {}
     if q["kind"] == "function":
         cases = [tuple(codec.decode(c)) for c in pub["cases"]]
@@ -181,8 +210,10 @@ def _check(grade_id: str, answer) -> str:
     try:
         r = self_check(grade_id, answer)
     except NoData:
-        print(f"{grade_id}: the self-check data is not available here (while grading, the "
-              "grader checks answers itself; elsewhere, reinstall the course package)")
+        print(
+            f"{grade_id}: the self-check data is not available here (while grading, the "
+            "grader checks answers itself; elsewhere, reinstall the course package)"
+        )
         return "error"
     except KeyError:
         print(f"{grade_id}: no such question; check the first argument of check()")

@@ -30,8 +30,14 @@ import numpy as np
 __all__ = ["encode", "decode", "dumps", "loads", "CodecError", "Limits"]
 
 # dtype codes that may cross the boundary; anything else is converted or refused.
-_DTYPES = {"f8": np.float64, "f4": np.float32, "i8": np.int64, "i4": np.int32, "b1": np.bool_,
-           "c16": np.complex128}
+_DTYPES = {
+    "f8": np.float64,
+    "f4": np.float32,
+    "i8": np.int64,
+    "i4": np.int32,
+    "b1": np.bool_,
+    "c16": np.complex128,
+}
 
 
 class CodecError(ValueError):
@@ -78,8 +84,12 @@ def encode(x, budget: list | None = None, depth: int = 0, max_string: int | None
     if t is list:
         return [encode(v, budget, depth + 1, max_string) for v in x[:10_000]]
     if t is dict:
-        return {"__dict__": [[str(k)[:200], encode(v, budget, depth + 1, max_string)]
-                             for k, v in list(x.items())[:10_000]]}
+        return {
+            "__dict__": [
+                [str(k)[:200], encode(v, budget, depth + 1, max_string)]
+                for k, v in list(x.items())[:10_000]
+            ]
+        }
     if isinstance(x, np.generic):
         return encode(x.item(), budget, depth + 1, max_string)
     if isinstance(x, np.ndarray):
@@ -95,8 +105,11 @@ def encode(x, budget: list | None = None, depth: int = 0, max_string: int | None
         if budget[0] < 0:
             return {"__unsupported__": "too large"}
     data = np.ascontiguousarray(arr, dtype=np.dtype(_DTYPES[code]).newbyteorder("<"))
-    return {"__array__": [int(s) for s in arr.shape], "dtype": code,
-            "b64": base64.b64encode(data.tobytes()).decode("ascii")}
+    return {
+        "__array__": [int(s) for s in arr.shape],
+        "dtype": code,
+        "b64": base64.b64encode(data.tobytes()).decode("ascii"),
+    }
 
 
 def decode(obj, limits: Limits | None = None, _depth: int = 0, _count: list | None = None):
@@ -146,8 +159,11 @@ def decode(obj, limits: Limits | None = None, _depth: int = 0, _count: list | No
         return Unsupported(str(obj["__unsupported__"])[:80])
     if "__array__" in obj and set(obj) == {"__array__", "dtype", "b64"}:
         shape, code, b64 = obj["__array__"], obj["dtype"], obj["b64"]
-        if (not isinstance(shape, list) or len(shape) > 8
-                or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape)):
+        if (
+            not isinstance(shape, list)
+            or len(shape) > 8
+            or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape)
+        ):
             raise CodecError("malformed array shape")
         if code not in _DTYPES or not isinstance(b64, str):
             raise CodecError("malformed array dtype")

@@ -30,8 +30,15 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-__all__ = ["Submission", "collect", "read_notebook", "Rejected", "normalise_name", "Collection",
-           "DEFAULT_MAX_BYTES"]
+__all__ = [
+    "Submission",
+    "collect",
+    "read_notebook",
+    "Rejected",
+    "normalise_name",
+    "Collection",
+    "DEFAULT_MAX_BYTES",
+]
 
 DEFAULT_MAX_BYTES = 10 * 2**20  # one notebook file
 ZIP_MAX_MEMBERS = 5000
@@ -74,9 +81,11 @@ def normalise_name(name: str) -> str:
     True
     """
     text = unicodedata.normalize("NFC", str(name))
-    text = "".join(" " if unicodedata.category(ch) in ("Zs", "Zl", "Zp") or ch in "\t\r\n"
-                   else ch for ch in text if unicodedata.category(ch) not in _INVISIBLE
-                   or ch in "\t\r\n")
+    text = "".join(
+        " " if unicodedata.category(ch) in ("Zs", "Zl", "Zp") or ch in "\t\r\n" else ch
+        for ch in text
+        if unicodedata.category(ch) not in _INVISIBLE or ch in "\t\r\n"
+    )
     return " ".join(text.split()) or "(no name)"
 
 
@@ -90,8 +99,11 @@ class Rejected(Exception):
 
 
 def _visible(folder: Path) -> list[Path]:
-    return [c for c in sorted(folder.iterdir())
-            if not c.name.startswith(".") and c.name not in ("__pycache__", "__MACOSX")]
+    return [
+        c
+        for c in sorted(folder.iterdir())
+        if not c.name.startswith(".") and c.name not in ("__pycache__", "__MACOSX")
+    ]
 
 
 def _notebooks_under(folder: Path) -> list[Path]:
@@ -120,44 +132,70 @@ def _notebooks_under(folder: Path) -> list[Path]:
 
 def _is_canvas(children: list[Path]) -> bool:
     files = [c for c in children if c.suffix.lower() in (".ipynb", ".zip")]
-    return bool(files) and all(not c.is_dir() for c in children) and \
-        sum(bool(CANVAS.match(c.name)) for c in files) >= max(1, (len(files) + 1) // 2)
+    return (
+        bool(files)
+        and all(not c.is_dir() for c in children)
+        and sum(bool(CANVAS.match(c.name)) for c in files) >= max(1, (len(files) + 1) // 2)
+    )
 
 
 def _is_moodle(children: list[Path]) -> bool:
     dirs = [c for c in children if c.is_dir()]
-    return bool(dirs) and sum(bool(MOODLE.match(c.name)) for c in dirs) >= max(1, (len(dirs) + 1) // 2)
+    return bool(dirs) and sum(bool(MOODLE.match(c.name)) for c in dirs) >= max(
+        1, (len(dirs) + 1) // 2
+    )
 
 
 def _symlink_row(path: Path, student: str) -> Submission:
-    return Submission(None, student, str(path), status="refused",
-                      note="a symbolic link; not followed (it could point at someone else's work)")
+    return Submission(
+        None,
+        student,
+        str(path),
+        status="refused",
+        note="a symbolic link; not followed (it could point at someone else's work)",
+    )
 
 
 def _from_folders(root: Path, subs: list):
     children = _visible(root)
-    if not any(c.is_dir() for c in children if not c.is_symlink()) and \
-            not any(c.is_symlink() and c.is_dir() for c in children):
+    if not any(c.is_dir() for c in children if not c.is_symlink()) and not any(
+        c.is_symlink() and c.is_dir() for c in children
+    ):
         student = normalise_name(root.resolve().name)  # one student's folder, given by itself
         found = [c for c in children if c.suffix.lower() in (".ipynb", ".zip")]
         if not found:
-            subs.append(Submission(None, student, str(root), status="missing",
-                                   note="no notebook in this folder"))
+            subs.append(
+                Submission(
+                    None, student, str(root), status="missing", note="no notebook in this folder"
+                )
+            )
         for c in found:
-            subs.append(_symlink_row(c, student) if c.is_symlink()
-                        else Submission(c, student, str(c)))
+            subs.append(
+                _symlink_row(c, student) if c.is_symlink() else Submission(c, student, str(c))
+            )
         return
     for child in children:
         if child.is_symlink():
-            subs.append(_symlink_row(child, normalise_name(child.stem if child.suffix else child.name)))
+            subs.append(
+                _symlink_row(child, normalise_name(child.stem if child.suffix else child.name))
+            )
         elif child.is_dir():
             student = normalise_name(child.name)
             found = _notebooks_under(child)
             if not found:
-                subs.append(Submission(None, student, str(child), status="missing",
-                                       note="no notebook in this student's folder"))
+                subs.append(
+                    Submission(
+                        None,
+                        student,
+                        str(child),
+                        status="missing",
+                        note="no notebook in this student's folder",
+                    )
+                )
             for p in found:
-                subs.append(_symlink_row(p, student) if p.is_symlink() else Submission(p, student, str(p)))
+                subs.append(
+                    _symlink_row(p, student) if p.is_symlink() else Submission(p, student, str(p))
+                )
         elif child.suffix.lower() in (".ipynb", ".zip"):
             subs.append(Submission(child, normalise_name(child.stem), str(child)))
 
@@ -174,8 +212,10 @@ def _from_canvas(root: Path, subs: list, files=None):
             continue
         sub = Submission(child, student, str(child), late=late)
         if not m:
-            sub.notes.append("file name does not follow Canvas's login_userid_submissionid_name "
-                             "pattern; named after the file")
+            sub.notes.append(
+                "file name does not follow Canvas's login_userid_submissionid_name "
+                "pattern; named after the file"
+            )
         subs.append(sub)
 
 
@@ -193,10 +233,19 @@ def _from_moodle(root: Path, subs: list):
     for student, folders in by_student.items():
         found = [p for folder in folders for p in _notebooks_under(folder)]
         if not found:
-            subs.append(Submission(None, student, str(folders[0]), status="missing",
-                                   note="no notebook in this student's submission"))
+            subs.append(
+                Submission(
+                    None,
+                    student,
+                    str(folders[0]),
+                    status="missing",
+                    note="no notebook in this student's submission",
+                )
+            )
         for p in found:
-            subs.append(_symlink_row(p, student) if p.is_symlink() else Submission(p, student, str(p)))
+            subs.append(
+                _symlink_row(p, student) if p.is_symlink() else Submission(p, student, str(p))
+            )
 
 
 def _layout(root: Path) -> str:
@@ -215,10 +264,14 @@ def _extract_zip(archive: Path, notes: list) -> Path:
     with zipfile.ZipFile(archive) as zf:
         members = zf.infolist()
         if len(members) > ZIP_MAX_MEMBERS:
-            raise Rejected("refused", f"archive has {len(members)} members (limit {ZIP_MAX_MEMBERS})")
+            raise Rejected(
+                "refused", f"archive has {len(members)} members (limit {ZIP_MAX_MEMBERS})"
+            )
         if sum(m.file_size for m in members) > ZIP_MAX_TOTAL:
-            raise Rejected("refused", "archive would unpack to more than "
-                                      f"{ZIP_MAX_TOTAL // 2**20} MiB (a zip bomb?)")
+            raise Rejected(
+                "refused",
+                f"archive would unpack to more than {ZIP_MAX_TOTAL // 2**20} MiB (a zip bomb?)",
+            )
         for m in members:
             name = m.filename.replace("\\", "/")
             parts = PurePosixPath(name).parts
@@ -231,9 +284,15 @@ def _extract_zip(archive: Path, notes: list) -> Path:
                 continue
             if m.is_dir() or not parts:
                 continue
-            if m.compress_size and m.file_size / max(m.compress_size, 1) > ZIP_MAX_RATIO and m.file_size > 2**20:
-                notes.append(f"archive member {name[:80]!r} refused: compressed {ZIP_MAX_RATIO}x or "
-                             "more (a zip bomb?)")
+            if (
+                m.compress_size
+                and m.file_size / max(m.compress_size, 1) > ZIP_MAX_RATIO
+                and m.file_size > 2**20
+            ):
+                notes.append(
+                    f"archive member {name[:80]!r} refused: compressed {ZIP_MAX_RATIO}x or "
+                    "more (a zip bomb?)"
+                )
                 continue
             dest = target.joinpath(*parts)
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -244,8 +303,11 @@ def _extract_zip(archive: Path, notes: list) -> Path:
                         break
                     total += len(chunk)
                     if total > ZIP_MAX_TOTAL:
-                        raise Rejected("refused", "archive unpacks to more than "
-                                                  f"{ZIP_MAX_TOTAL // 2**20} MiB (a zip bomb?)")
+                        raise Rejected(
+                            "refused",
+                            "archive unpacks to more than "
+                            f"{ZIP_MAX_TOTAL // 2**20} MiB (a zip bomb?)",
+                        )
                     out.write(chunk)
     return target
 
@@ -264,26 +326,52 @@ def collect(paths) -> Collection:
             continue
         if given.is_dir():
             layout = _layout(given)
-            {"canvas": _from_canvas, "moodle": _from_moodle, "folders": _from_folders}[layout](given, subs)
+            {"canvas": _from_canvas, "moodle": _from_moodle, "folders": _from_folders}[layout](
+                given, subs
+            )
             layouts.append((str(given), layout))
         elif given.suffix.lower() == ".zip" and not CANVAS.match(given.name):
             notes: list = []
             try:
                 folder = _extract_zip(given, notes)
-            except (Rejected, zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-                note = exc.note if isinstance(exc, Rejected) else f"not a readable zip ({type(exc).__name__})"
-                subs.append(Submission(None, normalise_name(given.stem), str(given), status="refused",
-                                       note=note))
+            except (
+                Rejected,
+                zipfile.BadZipFile,
+                OSError,
+                EOFError,
+                ValueError,
+                NotImplementedError,
+            ) as exc:
+                note = (
+                    exc.note
+                    if isinstance(exc, Rejected)
+                    else f"not a readable zip ({type(exc).__name__})"
+                )
+                subs.append(
+                    Submission(
+                        None, normalise_name(given.stem), str(given), status="refused", note=note
+                    )
+                )
                 layouts.append((str(given), "zip (refused)"))
                 continue
             cleanup.append(folder)
             inner = _visible(folder)
-            root = inner[0] if len(inner) == 1 and inner[0].is_dir() and _layout(inner[0]) != "folders" else folder
+            root = (
+                inner[0]
+                if len(inner) == 1 and inner[0].is_dir() and _layout(inner[0]) != "folders"
+                else folder
+            )
             layout = _layout(root)
             before = len(subs)
-            {"canvas": _from_canvas, "moodle": _from_moodle, "folders": _from_folders}[layout](root, subs)
+            {"canvas": _from_canvas, "moodle": _from_moodle, "folders": _from_folders}[layout](
+                root, subs
+            )
             for s in subs[before:]:
-                s.display = f"{given}:{Path(s.display).relative_to(folder)}" if s.display.startswith(str(folder)) else s.display
+                s.display = (
+                    f"{given}:{Path(s.display).relative_to(folder)}"
+                    if s.display.startswith(str(folder))
+                    else s.display
+                )
                 s.notes += notes
             layouts.append((str(given), f"zip of {layout}"))
         else:
@@ -292,8 +380,11 @@ def collect(paths) -> Collection:
                 _from_canvas(given.parent, subs, files=[given])
                 layouts.append((str(given), "canvas file"))
             else:
-                subs.append(Submission(given, normalise_name(given.parent.resolve().name or given.stem),
-                                       str(given)))
+                subs.append(
+                    Submission(
+                        given, normalise_name(given.parent.resolve().name or given.stem), str(given)
+                    )
+                )
                 layouts.append((str(given), "notebook"))
     return Collection(subs, layouts, cleanup)
 
@@ -308,14 +399,21 @@ def _open_upload(path: Path, max_bytes: int, notes: list) -> bytes:
             return f.read(max_bytes + 1)
     try:
         with zipfile.ZipFile(path) as zf:
-            names = [m for m in zf.infolist() if m.filename.lower().endswith(".ipynb")
-                     and "__MACOSX" not in m.filename and ".ipynb_checkpoints" not in m.filename
-                     and not stat.S_ISLNK(m.external_attr >> 16)]
+            names = [
+                m
+                for m in zf.infolist()
+                if m.filename.lower().endswith(".ipynb")
+                and "__MACOSX" not in m.filename
+                and ".ipynb_checkpoints" not in m.filename
+                and not stat.S_ISLNK(m.external_attr >> 16)
+            ]
             if not names:
                 raise Rejected("not-a-notebook", "an uploaded zip without a notebook in it")
             if len(names) > 1:
-                notes.append(f"the uploaded zip holds {len(names)} notebooks; graded "
-                             f"{names[0].filename[:80]!r}")
+                notes.append(
+                    f"the uploaded zip holds {len(names)} notebooks; graded "
+                    f"{names[0].filename[:80]!r}"
+                )
             member = names[0]
             if member.file_size > max_bytes:
                 raise Rejected("too-large", f"{member.file_size} bytes, limit {max_bytes}")
@@ -364,8 +462,10 @@ def read_notebook(path: Path, max_bytes: int = DEFAULT_MAX_BYTES):
                 obj = nbformat.convert(nbformat.from_dict(obj), 4)
             notes.append(f"converted from notebook format {version}")
         except Exception as exc:
-            raise Rejected("old-format", f"notebook format {version} could not be converted: "
-                                         f"{type(exc).__name__}") from None
+            raise Rejected(
+                "old-format",
+                f"notebook format {version} could not be converted: {type(exc).__name__}",
+            ) from None
     elif version > 4:
         raise Rejected("not-a-notebook", f"unknown notebook format {version}")
     if not isinstance(obj.get("cells"), list):

@@ -63,12 +63,20 @@ def grade_command(args) -> int:
         layouts = collection.layouts
         try:
             opts = Options(timeout=args.timeout, isolate=isolate)
-            rows = grade_submissions(collection.submissions, templates, args.jobs, opts,
-                                     getattr(args, "seed", None), progress=True)
+            rows = grade_submissions(
+                collection.submissions,
+                templates,
+                args.jobs,
+                opts,
+                getattr(args, "seed", None),
+                progress=True,
+            )
         finally:
             collection.close()
-    manual_ids = {a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
-                  for a, t in templates.items()}
+    manual_ids = {
+        a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
+        for a, t in templates.items()
+    }
     new_records = [gb.row_record(r) for r in rows]
     records, counts = gb.merge_rows(new_records, old_records, manual_ids)
     problems: list = []
@@ -78,16 +86,23 @@ def grade_command(args) -> int:
     _sync_rows(rows, records, templates)
     qids = []
     for a in sorted({r["assignment"] for r in records if r["assignment"]}):
-        qids += [q.grade_id for q in (templates[a].questions if a in templates else [])
-                 if q.grade_id not in qids]
+        qids += [
+            q.grade_id
+            for q in (templates[a].questions if a in templates else [])
+            if q.grade_id not in qids
+        ]
     qids += [c for c in old_columns if c not in qids and c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
     gb.write_gradebook(records, out, qids)
-    print(f"wrote {out}: {counts['added']} rows added, {counts['replaced']} replaced, "
-          f"{counts['kept']} kept")
+    print(
+        f"wrote {out}: {counts['added']} rows added, {counts['replaced']} replaced, "
+        f"{counts['kept']} kept"
+    )
     if args.feedback and rows:
         files = gb.write_feedback(rows, args.feedback)
-        print(f"wrote feedback for {len(files)} student-assignment pairs to {args.feedback}/"
-              "<assignment>/<student>.md (and .html)")
+        print(
+            f"wrote feedback for {len(files)} student-assignment pairs to {args.feedback}/"
+            "<assignment>/<student>.md (and .html)"
+        )
     for given, layout in layouts:
         print(f"layout of {given}: {layout}")
     if not isolate and rows:
@@ -95,8 +110,10 @@ def grade_command(args) -> int:
     if rows:
         print(gb.summary_text(rows, {a: t.questions for a, t in templates.items()}))
         elapsed = time.perf_counter() - t0
-        print(f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {len(rows) / elapsed:.2f} "
-              "submissions/s")
+        print(
+            f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {len(rows) / elapsed:.2f} "
+            "submissions/s"
+        )
     if args.manual:
         print(f"manual scores: {merged} merged from {args.manual}")
         for p in problems:
@@ -105,8 +122,10 @@ def grade_command(args) -> int:
     if bad:
         print(f"{len(bad)} row(s) need a look:")
         for r in bad:
-            print(f"  {r['student']} ({r['assignment'] or '?'}): {r['status']}"
-                  + (f" - {r['notes'][0]}" if r["notes"] else ""))
+            print(
+                f"  {r['student']} ({r['assignment'] or '?'}): {r['status']}"
+                + (f" - {r['notes'][0]}" if r["notes"] else "")
+            )
     return 1 if bad or problems else 0
 
 
@@ -152,12 +171,19 @@ def check_solutions(course=None, timeout: float = 120.0) -> int:
     for path, row in zip(paths, rows):
         t = templates.get(row["assignment"])
         auto_max = sum(q.points for q in t.questions if q.kind != "manual") if t else 0.0
-        auto_total = sum(float(row["points"].get(q.grade_id) or 0) for q in t.questions
-                         if q.kind != "manual") if t else 0.0
+        auto_total = (
+            sum(
+                float(row["points"].get(q.grade_id) or 0) for q in t.questions if q.kind != "manual"
+            )
+            if t
+            else 0.0
+        )
         ok = row["status"] == "ok" and auto_total == auto_max and auto_max > 0
         failed += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} {path.name}: {auto_total:g}/{auto_max:g} automatic points, "
-              f"status {row['status']}")
+        print(
+            f"{'ok  ' if ok else 'FAIL'} {path.name}: {auto_total:g}/{auto_max:g} automatic points, "
+            f"status {row['status']}"
+        )
         for gid, d in row["questions"].items():
             if d["status"] not in ("passed", "manual"):
                 print(f"       {gid}: {d['status']}: {d.get('message', '')}")

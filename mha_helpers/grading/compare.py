@@ -29,7 +29,9 @@ class Difference(str):
 
 
 def _describe(x) -> str:
-    if hasattr(x, "what") and type(x).__name__ == "Unsupported":  # a value the sandbox could not send
+    if (
+        hasattr(x, "what") and type(x).__name__ == "Unsupported"
+    ):  # a value the sandbox could not send
         return f"something that could not be read back ({x.what})"
     if isinstance(x, np.ndarray):
         return f"an array of shape {x.shape}"
@@ -64,20 +66,30 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=
         return Difference(f"{path} is None", "none")
     if isinstance(expected, tuple):
         if not isinstance(actual, (tuple, list)):
-            return Difference(f"{path} should be a tuple of {len(expected)} items, got "
-                              f"{_describe(actual)}", "type")
+            return Difference(
+                f"{path} should be a tuple of {len(expected)} items, got {_describe(actual)}",
+                "type",
+            )
         if len(actual) != len(expected):
-            return Difference(f"{path} should be a tuple of {len(expected)} items, got "
-                              f"{len(actual)}", "tuple-len")
+            return Difference(
+                f"{path} should be a tuple of {len(expected)} items, got {len(actual)}", "tuple-len"
+            )
         for i, (e, a) in enumerate(zip(expected, actual)):
             d = difference(e, a, rtol, atol, f"{path}[{i}]", equal_nan)
             if d:
                 return d
         return None
     if isinstance(expected, (bool, np.bool_)) or expected is None:
-        ok = actual is expected or (isinstance(actual, (bool, np.bool_, int)) and actual == expected)
-        return None if ok else Difference(f"{path} is {str(actual)[:80]}", "value",
-                                          f"{path} is not the expected value")
+        ok = actual is expected or (
+            isinstance(actual, (bool, np.bool_, int)) and actual == expected
+        )
+        return (
+            None
+            if ok
+            else Difference(
+                f"{path} is {str(actual)[:80]}", "value", f"{path} is not the expected value"
+            )
+        )
     if isinstance(actual, (str, bytes)):
         return Difference(f"{path} should be a number, got text {str(actual)[:40]!r}", "type")
     if isinstance(actual, dict) or callable(actual):
@@ -89,21 +101,32 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
         if a.ndim == 2 and a.T.shape == e.shape and _close(a.T, e, rtol, atol, equal_nan):
-            return Difference(f"{path} is transposed: shape {a.shape}, expected {e.shape}",
-                              "transposed", f"{path} is transposed")
+            return Difference(
+                f"{path} is transposed: shape {a.shape}, expected {e.shape}",
+                "transposed",
+                f"{path} is transposed",
+            )
         if a.size == e.size and _close(a.reshape(e.shape), e, rtol, atol, equal_nan):
-            return Difference(f"{path} has the right numbers but shape {a.shape}, expected shape "
-                              f"{e.shape}", "reshaped", f"{path} has the right numbers in the wrong shape")
-        return Difference(f"{path} has shape {a.shape}, expected shape {e.shape}", "shape",
-                          f"{path} has the wrong shape")
+            return Difference(
+                f"{path} has the right numbers but shape {a.shape}, expected shape {e.shape}",
+                "reshaped",
+                f"{path} has the right numbers in the wrong shape",
+            )
+        return Difference(
+            f"{path} has shape {a.shape}, expected shape {e.shape}",
+            "shape",
+            f"{path} has the wrong shape",
+        )
     if not np.all(np.isfinite(a)) and not np.array_equal(np.isfinite(a), np.isfinite(e)):
         return Difference(f"{path} contains NaN or infinity", "nonfinite")
     if not _close(a, e, rtol, atol, equal_nan):
         finite = np.isfinite(a) & np.isfinite(e)
         err = float(np.max(np.abs(a - e)[finite])) if finite.any() else float("nan")
-        return Difference(f"{path} has the right shape {a.shape} but wrong values (largest "
-                          f"difference {err:.3g})", "values",
-                          f"{path} has the right shape but wrong values")
+        return Difference(
+            f"{path} has the right shape {a.shape} but wrong values (largest difference {err:.3g})",
+            "values",
+            f"{path} has the right shape but wrong values",
+        )
     return None
 
 

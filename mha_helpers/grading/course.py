@@ -72,8 +72,10 @@ def find_course(course=None, start=None) -> Course:
         if not root.is_dir():
             raise CourseNotFound(f"--course {course}: no such folder")
         if not _is_course(root):
-            raise CourseNotFound(f"--course {course}: not a course folder (it has no "
-                                 "solutions/banks/ with the question banks)")
+            raise CourseNotFound(
+                f"--course {course}: not a course folder (it has no "
+                "solutions/banks/ with the question banks)"
+            )
         return Course(root.resolve())
     here = Path(start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -82,7 +84,8 @@ def find_course(course=None, start=None) -> Course:
     raise CourseNotFound(
         f"no course folder found: looked for solutions/banks/ in {here} and every folder above "
         "it. Run the command inside the course folder (the one with solutions/), or pass "
-        "--course DIR.")
+        "--course DIR."
+    )
 
 
 _loaded_from: Path | None = None
@@ -103,7 +106,8 @@ def load_banks(course: Course | None = None) -> dict:
     questions.REGISTRY.clear()
     init = folder / "__init__.py"
     spec = importlib.util.spec_from_file_location(
-        BANKS_PACKAGE, init if init.exists() else None, submodule_search_locations=[str(folder)])
+        BANKS_PACKAGE, init if init.exists() else None, submodule_search_locations=[str(folder)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[BANKS_PACKAGE] = module
     if init.exists():

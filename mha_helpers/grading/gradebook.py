@@ -29,9 +29,20 @@ from pathlib import Path
 from .collect import normalise_name
 from .verdict import STATUSES
 
-__all__ = ["write_gradebook", "read_gradebook", "merge_rows", "apply_manual", "write_feedback",
-           "feedback_markdown", "feedback_html", "summary_text", "safe_name", "neutralise",
-           "FIXED_BEFORE", "FIXED_AFTER"]
+__all__ = [
+    "write_gradebook",
+    "read_gradebook",
+    "merge_rows",
+    "apply_manual",
+    "write_feedback",
+    "feedback_markdown",
+    "feedback_html",
+    "summary_text",
+    "safe_name",
+    "neutralise",
+    "FIXED_BEFORE",
+    "FIXED_AFTER",
+]
 
 FIXED_BEFORE = ["student", "assignment"]
 FIXED_AFTER = ["total", "max", "late", "pending", "status", "notes"]
@@ -86,10 +97,16 @@ def _atomic_write(path: Path, text: str):
 
 def row_record(row: dict) -> dict:
     """A graded row as a flat gradebook record (strings), before neutralising."""
-    rec = {"student": row["student"], "assignment": row["assignment"] or "",
-           "total": _number(row["total"]), "max": _number(row["max"]),
-           "late": "yes" if row.get("late") else "no", "pending": _number(row["pending"]),
-           "status": row["status"], "notes": "; ".join(row["notes"] + [f"file: {row['file']}"])}
+    rec = {
+        "student": row["student"],
+        "assignment": row["assignment"] or "",
+        "total": _number(row["total"]),
+        "max": _number(row["max"]),
+        "late": "yes" if row.get("late") else "no",
+        "pending": _number(row["pending"]),
+        "status": row["status"],
+        "notes": "; ".join(row["notes"] + [f"file: {row['file']}"]),
+    }
     for gid, pts in row["points"].items():
         rec[gid] = "pending" if pts == "pending" else _number(pts)
     return rec
@@ -102,11 +119,18 @@ def read_gradebook(path) -> tuple[list[str], list[dict]]:
         columns = list(reader.fieldnames or [])
         records = []
         for rec in reader:
-            records.append({k: (v[1:] if isinstance(v, str) and v.startswith("'") else (v or ""))
-                            for k, v in rec.items() if k is not None})
+            records.append(
+                {
+                    k: (v[1:] if isinstance(v, str) and v.startswith("'") else (v or ""))
+                    for k, v in rec.items()
+                    if k is not None
+                }
+            )
     if columns[:2] != FIXED_BEFORE or not set(FIXED_AFTER) <= set(columns):
-        raise ValueError(f"{path} is not a gradebook written by mha-course grade (columns: "
-                         f"{', '.join(columns[:6])}...)")
+        raise ValueError(
+            f"{path} is not a gradebook written by mha-course grade (columns: "
+            f"{', '.join(columns[:6])}...)"
+        )
     return columns, records
 
 
@@ -167,21 +191,33 @@ def apply_manual(records: list, path, manual_ids: dict) -> tuple[int, list[str]]
             reader = csv.DictReader(f)
             fields = [c.strip().lower() for c in reader.fieldnames or []]
             if not {"student", "grade_id", "points"} <= set(fields):
-                return 0, [f"{path}: needs the columns student, grade_id, points (has "
-                           f"{', '.join(fields) or 'none'})"]
-            rows = [{(k or "").strip().lower(): (v or "").strip() for k, v in r.items()} for r in reader]
+                return 0, [
+                    f"{path}: needs the columns student, grade_id, points (has "
+                    f"{', '.join(fields) or 'none'})"
+                ]
+            rows = [
+                {(k or "").strip().lower(): (v or "").strip() for k, v in r.items()} for r in reader
+            ]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         return 0, [f"{path}: could not be read ({type(exc).__name__})"]
     owner = {gid: a for a, ids in manual_ids.items() for gid in ids}
     for n, row in enumerate(rows, start=2):
-        student, gid, pts = normalise_name(row.get("student", "")), row.get("grade_id", ""), row.get("points", "")
+        student, gid, pts = (
+            normalise_name(row.get("student", "")),
+            row.get("grade_id", ""),
+            row.get("points", ""),
+        )
         where = f"{Path(path).name} line {n}"
         assignment = owner.get(gid)
         if assignment is None:
             problems.append(f"{where}: {gid!r} is not a written-answer question of the course")
             continue
-        targets = [r for r in records if r["assignment"] == assignment
-                   and normalise_name(r["student"]).casefold() == student.casefold()]
+        targets = [
+            r
+            for r in records
+            if r["assignment"] == assignment
+            and normalise_name(r["student"]).casefold() == student.casefold()
+        ]
         if not targets:
             problems.append(f"{where}: no row for student {student!r} in assignment {assignment}")
             continue
@@ -206,7 +242,9 @@ def write_gradebook(records: list, out, question_ids: list) -> Path:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
     w.writerow(columns)
-    for rec in sorted(records, key=lambda r: (r["assignment"], normalise_name(r["student"]).casefold())):
+    for rec in sorted(
+        records, key=lambda r: (r["assignment"], normalise_name(r["student"]).casefold())
+    ):
         w.writerow([neutralise(rec.get(c, "")) for c in columns])
     _atomic_write(Path(out), buf.getvalue())
     return Path(out)
@@ -230,18 +268,28 @@ def safe_name(student: str) -> str:
 
 
 def _verdict_word(d) -> str:
-    return {"passed": "passed", "manual": "written answer, to be graded by your instructor",
-            "scored": "written answer, graded by your instructor",
-            "unanswered": "no written answer", "not-attempted": "not attempted"}.get(d["status"], "not yet")
+    return {
+        "passed": "passed",
+        "manual": "written answer, to be graded by your instructor",
+        "scored": "written answer, graded by your instructor",
+        "unanswered": "no written answer",
+        "not-attempted": "not attempted",
+    }.get(d["status"], "not yet")
 
 
 def _lines(row: dict) -> list[str]:
     lines = [f"## {row['assignment'] or 'unrecognised notebook'}", ""]
-    lines.append(f"Submitted file: {Path(str(row['file'])).name}" + (" (late)" if row.get("late") else ""))
+    lines.append(
+        f"Submitted file: {Path(str(row['file'])).name}" + (" (late)" if row.get("late") else "")
+    )
     lines.append(f"Status: {row['status']} ({STATUSES.get(row['status'], '')})")
     if row["max"]:
-        pending = (f"; {row['pending']:g} points for written answers are still to be graded by "
-                   "your instructor" if row["pending"] else "")
+        pending = (
+            f"; {row['pending']:g} points for written answers are still to be graded by "
+            "your instructor"
+            if row["pending"]
+            else ""
+        )
         lines.append(f"Score: {row['total']:g} of {row['max']:g} points{pending}")
     lines.append("")
     for gid, d in row["questions"].items():
@@ -289,11 +337,13 @@ def feedback_html(student: str, row: dict) -> str:
     if in_list:
         body.append("</ul>")
     title = html.escape(f"Feedback for {student}: {row['assignment']}")
-    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{title}</title>"
-            "<style>body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em;"
-            "line-height:1.5}li{margin:.4em 0}.detail{margin-left:1.2em;color:#444}</style></head>"
-            f"<body><h1>{title}</h1>" + "\n".join(body) + "</body></html>\n")
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{title}</title>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em;"
+        "line-height:1.5}li{margin:.4em 0}.detail{margin-left:1.2em;color:#444}</style></head>"
+        f"<body><h1>{title}</h1>" + "\n".join(body) + "</body></html>\n"
+    )
 
 
 def write_feedback(rows: list, folder) -> list[Path]:
@@ -301,7 +351,9 @@ def write_feedback(rows: list, folder) -> list[Path]:
     (rows of one student for one assignment share a file only when they are duplicates)."""
     groups: dict = {}
     for r in rows:
-        groups.setdefault((r["assignment"] or "unrecognised", normalise_name(r["student"])), []).append(r)
+        groups.setdefault(
+            (r["assignment"] or "unrecognised", normalise_name(r["student"])), []
+        ).append(r)
     used: dict = {}
     written = []
     for (assignment, student), rs in sorted(groups.items()):
@@ -313,8 +365,12 @@ def write_feedback(rows: list, folder) -> list[Path]:
         md = "\n".join([f"# Feedback for {student}", ""] + [line for r in rs for line in _lines(r)])
         path = Path(folder) / assignment / f"{base}.md"
         _atomic_write(path, md)
-        _atomic_write(path.with_suffix(".html"), "\n".join(feedback_html(student, r) for r in rs[:1])
-                      if len(rs) == 1 else _multi_html(student, rs))
+        _atomic_write(
+            path.with_suffix(".html"),
+            "\n".join(feedback_html(student, r) for r in rs[:1])
+            if len(rs) == 1
+            else _multi_html(student, rs),
+        )
         written.append(path)
     return written
 
@@ -336,9 +392,23 @@ def summary_text(rows: list, questions_by_assignment: dict) -> str:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     lines.append(f"{len(rows)} rows: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for assignment, qs in sorted(questions_by_assignment.items()):
-        graded = [r for r in rows if r["assignment"] == assignment and r["status"] not in
-                  ("missing", "refused", "not-json", "not-a-notebook", "empty", "too-large",
-                   "old-format", "unknown-assignment", "grader-error")]
+        graded = [
+            r
+            for r in rows
+            if r["assignment"] == assignment
+            and r["status"]
+            not in (
+                "missing",
+                "refused",
+                "not-json",
+                "not-a-notebook",
+                "empty",
+                "too-large",
+                "old-format",
+                "unknown-assignment",
+                "grader-error",
+            )
+        ]
         if not graded:
             continue
         lines.append(f"{assignment} ({len(graded)} graded):")
@@ -348,12 +418,16 @@ def summary_text(rows: list, questions_by_assignment: dict) -> str:
             scored = [p for p in pts if isinstance(p, (int, float))]
             if q.kind == "manual":
                 mean = f", mean {sum(scored) / len(scored):.2f} of {q.points:g}" if scored else ""
-                lines.append(f"  {q.grade_id:<{width}}  written answer: {len(pts) - len(scored)} "
-                             f"pending, {len(scored)} scored{mean}")
+                lines.append(
+                    f"  {q.grade_id:<{width}}  written answer: {len(pts) - len(scored)} "
+                    f"pending, {len(scored)} scored{mean}"
+                )
                 continue
             mean = sum(scored) / len(scored)
             full = sum(1 for p in scored if p >= q.points) / len(scored)
             pending = len(pts) - len(scored)
-            lines.append(f"  {q.grade_id:<{width}}  mean {mean:.2f} of {q.points:g}, full marks "
-                         f"{100 * full:.0f}%" + (f" ({pending} pending)" if pending else ""))
+            lines.append(
+                f"  {q.grade_id:<{width}}  mean {mean:.2f} of {q.points:g}, full marks "
+                f"{100 * full:.0f}%" + (f" ({pending} pending)" if pending else "")
+            )
     return "\n".join(lines)

@@ -46,12 +46,22 @@ from .release import release_notebook
 from .verdict import RUN_STATUS_ORDER, STATUSES, BadReport, question_verdict, written_verdict
 from .watch import copy_args
 
-__all__ = ["grade_paths", "grade_submissions", "grade_submission", "load_templates", "Options",
-           "expected_cases", "STATUSES", "UNISOLATED_NOTE"]
+__all__ = [
+    "grade_paths",
+    "grade_submissions",
+    "grade_submission",
+    "load_templates",
+    "Options",
+    "expected_cases",
+    "STATUSES",
+    "UNISOLATED_NOTE",
+]
 
 MAX_RETRIES = 2
-UNISOLATED_NOTE = ("graded WITHOUT a sandbox (--unsafe-no-sandbox): this submission's code could "
-                   "read and change the grader's files")
+UNISOLATED_NOTE = (
+    "graded WITHOUT a sandbox (--unsafe-no-sandbox): this submission's code could "
+    "read and change the grader's files"
+)
 
 
 @dataclass
@@ -68,8 +78,11 @@ class Options:
         return self.cell_timeout or max(2.0, min(20.0, self.timeout / 3))
 
     def limits(self) -> sandbox.Limits:
-        return sandbox.Limits(memory_bytes=self.memory_mb * 2**20,
-                              cpu_seconds=int(self.timeout) + 5, wall_seconds=self.timeout)
+        return sandbox.Limits(
+            memory_bytes=self.memory_mb * 2**20,
+            cpu_seconds=int(self.timeout) + 5,
+            wall_seconds=self.timeout,
+        )
 
 
 # --- templates and expected outputs ---------------------------------------------------------
@@ -99,9 +112,14 @@ def load_templates(course: Course) -> dict[str, Template]:
         assignment = nb.metadata.get("mha_course", {}).get("assignment") or path.stem
         template = template_from_notebook(release_notebook(nb))
         questions = questions_for(assignment)
-        problems = [f"{q.grade_id}: no check cell calls check({q.grade_id!r}, ...)"
-                    for q in questions if q.kind != "manual" and q.grade_id not in template["exprs"]]
-        answer_ids = [c["grade_id"] for c in template["cells"] if c["kind"] in ("answer", "written")]
+        problems = [
+            f"{q.grade_id}: no check cell calls check({q.grade_id!r}, ...)"
+            for q in questions
+            if q.kind != "manual" and q.grade_id not in template["exprs"]
+        ]
+        answer_ids = [
+            c["grade_id"] for c in template["cells"] if c["kind"] in ("answer", "written")
+        ]
         out[assignment] = Template(assignment, template, answer_ids, questions, problems)
     return out
 
@@ -154,18 +172,32 @@ def identify(nb: dict, templates: dict):
         if k > overlap:
             best, overlap = a, k
     if best is None:
-        return None, (f"metadata names assignment {str(name)[:60]!r}, which the course does not have"
-                      if name else "no assignment metadata and no known answer cells")
+        return None, (
+            f"metadata names assignment {str(name)[:60]!r}, which the course does not have"
+            if name
+            else "no assignment metadata and no known answer cells"
+        )
     return best, "assignment identified from its answer cells' grade_id"
 
 
-def _row(sub: Submission, status: str, notes: list, assignment="", t: Template | None = None) -> dict:
+def _row(
+    sub: Submission, status: str, notes: list, assignment="", t: Template | None = None
+) -> dict:
     qs = t.questions if t else []
-    return {"student": sub.student, "assignment": assignment, "file": sub.display,
-            "late": sub.late, "status": status, "points": {q.grade_id: 0.0 for q in qs},
-            "questions": {}, "total": 0.0, "max": float(sum(q.points for q in qs)),
-            "pending": 0.0, "notes": list(sub.notes) + notes,
-            "timing": {"start": 0.0, "execute": 0.0, "wall": 0.0, "attempts": 0}}
+    return {
+        "student": sub.student,
+        "assignment": assignment,
+        "file": sub.display,
+        "late": sub.late,
+        "status": status,
+        "points": {q.grade_id: 0.0 for q in qs},
+        "questions": {},
+        "total": 0.0,
+        "max": float(sum(q.points for q in qs)),
+        "pending": 0.0,
+        "notes": list(sub.notes) + notes,
+        "timing": {"start": 0.0, "execute": 0.0, "wall": 0.0, "attempts": 0},
+    }
 
 
 def grade_submission(sub: Submission, templates: dict, opts: Options, seed: int) -> dict:
@@ -215,10 +247,15 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
     start_s = exec_s = 0.0
     attempts, outcome = 0, None
     while True:
-        cells = [{"source": "pass" if i in skip_cells else c["source"]}
-                 for i, c in enumerate(program.cells)]
-        job = {"cells": cells, "questions": [s for g, s in specs.items() if g not in skip_q],
-               "cell_timeout": opts.per_cell}
+        cells = [
+            {"source": "pass" if i in skip_cells else c["source"]}
+            for i, c in enumerate(program.cells)
+        ]
+        job = {
+            "cells": cells,
+            "questions": [s for g, s in specs.items() if g not in skip_q],
+            "cell_timeout": opts.per_cell,
+        }
         outcome = sandbox.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
         attempts += 1
         times = (outcome.report or {}).get("times") if isinstance(outcome.report, dict) else None
@@ -287,39 +324,69 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
             continue
         try:
             cases = expected_cases(q, seed) if q.kind == "function" else None
-            d = question_verdict(q, answered.get(q.grade_id) if report else None, cases,
-                                 q.grade_id in skip_q)
+            d = question_verdict(
+                q, answered.get(q.grade_id) if report else None, cases, q.grade_id in skip_q
+            )
         except (BadReport, codec.CodecError) as exc:
             flags.add("flagged")
-            d = {"grade_id": q.grade_id, "status": "error", "points": 0.0, "max_points": q.points,
-                 "message": "the sandbox's report for this question was malformed (fail closed)",
-                 "hint": ""}
+            d = {
+                "grade_id": q.grade_id,
+                "status": "error",
+                "points": 0.0,
+                "max_points": q.points,
+                "message": "the sandbox's report for this question was malformed (fail closed)",
+                "hint": "",
+            }
             notes.append(f"{q.grade_id}: malformed report ({str(exc)[:80]}); scored 0")
         except Exception as exc:  # an answer too odd to compare costs its own points only
-            d = {"grade_id": q.grade_id, "status": "error", "points": 0.0, "max_points": q.points,
-                 "message": "your answer could not be compared with the expected one", "hint": q.hint}
+            d = {
+                "grade_id": q.grade_id,
+                "status": "error",
+                "points": 0.0,
+                "max_points": q.points,
+                "message": "your answer could not be compared with the expected one",
+                "hint": q.hint,
+            }
             notes.append(f"{q.grade_id}: could not be compared ({type(exc).__name__}); scored 0")
         if q.grade_id not in exprs:
-            d = d | {"status": "error", "points": 0.0, "message": "the course has no check cell "
-                                                                   "for this question"}
+            d = d | {
+                "status": "error",
+                "points": 0.0,
+                "message": "the course has no check cell for this question",
+            }
         if d["status"] == "timeout":
             flags.add("timeout")
         if d.get("memory"):
             flags.add("memory")
         if d.get("helpers"):
-            notes.append(f"{q.grade_id}: scored 0, the answer calls the course's "
-                         f"{', '.join(d['helpers'])}")
+            notes.append(
+                f"{q.grade_id}: scored 0, the answer calls the course's {', '.join(d['helpers'])}"
+            )
         points[q.grade_id] = float(d["points"])
         total += float(d["points"])
         details[q.grade_id] = d
     if isinstance(report.get("output_chars"), int) and report["output_chars"] > 2**20:
         notes.append(f"the program printed {report['output_chars'] / 2**20:.0f} MiB (discarded)")
     status = next(s for s in RUN_STATUS_ORDER if s in flags or s == "ok")
-    return {"student": sub.student, "assignment": assignment, "file": sub.display,
-            "late": sub.late, "status": status, "points": points, "questions": details,
-            "total": total, "max": maximum, "pending": pending, "notes": notes,
-            "timing": {"start": round(start_s, 4), "execute": round(exec_s, 4), "wall": 0.0,
-                       "attempts": attempts}}
+    return {
+        "student": sub.student,
+        "assignment": assignment,
+        "file": sub.display,
+        "late": sub.late,
+        "status": status,
+        "points": points,
+        "questions": details,
+        "total": total,
+        "max": maximum,
+        "pending": pending,
+        "notes": notes,
+        "timing": {
+            "start": round(start_s, 4),
+            "execute": round(exec_s, 4),
+            "wall": 0.0,
+            "attempts": attempts,
+        },
+    }
 
 
 def _culprit(steps: list):
@@ -354,17 +421,22 @@ class Progress:
                 return
             filled = int(30 * self.done / max(self.total, 1))
             rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
-            line = (f"grading [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} "
-                    f"({rate:.1f}/s) {label}")
+            line = (
+                f"grading [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} "
+                f"({rate:.1f}/s) {label}"
+            )
             if self.tty:
-                self.stream.write("\r" + line[:100].ljust(100) + ("\n" if self.done == self.total else ""))
+                self.stream.write(
+                    "\r" + line[:100].ljust(100) + ("\n" if self.done == self.total else "")
+                )
             else:
                 self.stream.write(line + "\n")
             self.stream.flush()
 
 
-def grade_submissions(subs, templates, jobs=2, opts: Options | None = None, seed=None,
-                      progress=False) -> list[dict]:
+def grade_submissions(
+    subs, templates, jobs=2, opts: Options | None = None, seed=None, progress=False
+) -> list[dict]:
     opts = opts or Options()
     seed = secrets.randbits(63) if seed is None else int(seed)
     bar = Progress(len(subs), enabled=progress)
@@ -381,9 +453,18 @@ def grade_submissions(subs, templates, jobs=2, opts: Options | None = None, seed
     return rows
 
 
-def grade_paths(paths, jobs: int = 2, timeout: float = 60.0, course=None, seed=None,
-                progress: bool = False, cell_timeout=None, memory_mb: int = 2048,
-                max_bytes: int = 10 * 2**20, isolate: bool = True) -> list[dict]:
+def grade_paths(
+    paths,
+    jobs: int = 2,
+    timeout: float = 60.0,
+    course=None,
+    seed=None,
+    progress: bool = False,
+    cell_timeout=None,
+    memory_mb: int = 2048,
+    max_bytes: int = 10 * 2**20,
+    isolate: bool = True,
+) -> list[dict]:
     """Grade every submission under ``paths``; return one row (a dict) per submission.
 
     Each row has ``student, assignment, file, late, status, points {grade_id: points or
@@ -395,8 +476,13 @@ def grade_paths(paths, jobs: int = 2, timeout: float = 60.0, course=None, seed=N
     templates = load_templates(course)
     collection = collect(paths)
     try:
-        opts = Options(timeout=timeout, cell_timeout=cell_timeout, memory_mb=memory_mb,
-                       max_bytes=max_bytes, isolate=isolate)
+        opts = Options(
+            timeout=timeout,
+            cell_timeout=cell_timeout,
+            memory_mb=memory_mb,
+            max_bytes=max_bytes,
+            isolate=isolate,
+        )
         return grade_submissions(collection.submissions, templates, jobs, opts, seed, progress)
     finally:
         collection.close()
@@ -414,6 +500,8 @@ def _mark_duplicates(rows):
         files = ", ".join(r["file"] for r in group)
         names = sorted({r["student"] for r in group})
         for r in group:
-            r["notes"].append(f"duplicate: {len(group)} submissions of {assignment} from "
-                              f"{' / '.join(names)} ({files}); graded status was {r['status']}")
+            r["notes"].append(
+                f"duplicate: {len(group)} submissions of {assignment} from "
+                f"{' / '.join(names)} ({files}); graded status was {r['status']}"
+            )
             r["status"] = "duplicate"

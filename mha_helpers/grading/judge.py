@@ -27,8 +27,17 @@ import numpy as np
 
 from .compare import difference
 
-__all__ = ["question_meta", "function_verdict", "value_verdict", "value_hashes", "value_info",
-           "NO_OUTPUT", "helper_message", "not_attempted", "not_callable"]
+__all__ = [
+    "question_meta",
+    "function_verdict",
+    "value_verdict",
+    "value_hashes",
+    "value_info",
+    "NO_OUTPUT",
+    "helper_message",
+    "not_attempted",
+    "not_callable",
+]
 
 
 class _NoOutput:
@@ -41,16 +50,33 @@ NO_OUTPUT = _NoOutput()  # a classic mistake that raised on this case
 
 def question_meta(q) -> dict:
     """The parts of a question both sides need (no reference, no expected values)."""
-    return {"grade_id": q.grade_id, "assignment": q.assignment, "kind": q.kind,
-            "points": float(q.points), "prompt": q.prompt, "hint": q.hint, "rtol": q.rtol,
-            "atol": q.atol, "forbidden": list(q.forbidden),
-            "mistakes": [{"name": m.name, "hint": m.hint} for m in q.mistakes]}
+    return {
+        "grade_id": q.grade_id,
+        "assignment": q.assignment,
+        "kind": q.kind,
+        "points": float(q.points),
+        "prompt": q.prompt,
+        "hint": q.hint,
+        "rtol": q.rtol,
+        "atol": q.atol,
+        "forbidden": list(q.forbidden),
+        "mistakes": [{"name": m.name, "hint": m.hint} for m in q.mistakes],
+    }
 
 
 def _base(meta) -> dict:
-    return {"grade_id": meta["grade_id"], "status": "failed", "points": 0.0,
-            "max_points": float(meta["points"]), "message": "", "hint": "", "case": None,
-            "public": True, "expected": None, "actual": None}
+    return {
+        "grade_id": meta["grade_id"],
+        "status": "failed",
+        "points": 0.0,
+        "max_points": float(meta["points"]),
+        "message": "",
+        "hint": "",
+        "case": None,
+        "public": True,
+        "expected": None,
+        "actual": None,
+    }
 
 
 def not_attempted(meta) -> dict:
@@ -58,19 +84,24 @@ def not_attempted(meta) -> dict:
 
 
 def not_callable(meta, type_name: str) -> dict:
-    return _base(meta) | {"status": "error", "message": f"expected a function, got {type_name}",
-                          "hint": "pass the function itself, without calling it: "
-                                  "check(id, my_function)"}
+    return _base(meta) | {
+        "status": "error",
+        "message": f"expected a function, got {type_name}",
+        "hint": "pass the function itself, without calling it: check(id, my_function)",
+    }
 
 
 def helper_message(names) -> str:
     listed = ", ".join(f"`{n}`" for n in names)
-    return (f"your answer calls the course's own {listed}, which does the very thing this "
-            "question asks you to write; write it yourself (the lesson shows how), then check again")
+    return (
+        f"your answer calls the course's own {listed}, which does the very thing this "
+        "question asks you to write; write it yourself (the lesson shows how), then check again"
+    )
 
 
-def function_verdict(meta: dict, results: list, expected: list, mistakes: list, n_public: int,
-                     helpers: list = ()) -> dict:
+def function_verdict(
+    meta: dict, results: list, expected: list, mistakes: list, n_public: int, helpers: list = ()
+) -> dict:
     """Judge a function answer.
 
     ``results[i]`` is what the answer did on case ``i`` (it may stop early after a raise);
@@ -87,8 +118,13 @@ def function_verdict(meta: dict, results: list, expected: list, mistakes: list, 
         public = i < n_public
         where = f"case {i + 1}" if public else "one of the grader's hidden cases"
         if i >= len(results) or results[i] is None:
-            r.update(status="error", case=i, public=public, hint=meta["hint"],
-                     message=f"no result for {where} (the answer stopped before it)")
+            r.update(
+                status="error",
+                case=i,
+                public=public,
+                hint=meta["hint"],
+                message=f"no result for {where} (the answer stopped before it)",
+            )
             return r
         res = results[i]
         if res.raised:
@@ -96,31 +132,47 @@ def function_verdict(meta: dict, results: list, expected: list, mistakes: list, 
             if kind == "NotImplementedError":
                 return not_attempted(meta)
             shown = f"{kind}: {text}" if public else kind
-            r.update(status="error", case=i, public=public, hint=meta["hint"],
-                     message=f"{where} raised {shown}")
+            r.update(
+                status="error",
+                case=i,
+                public=public,
+                hint=meta["hint"],
+                message=f"{where} raised {shown}",
+            )
             return r
         if res.mutated:
             names = ", ".join(f"`{n}`" for n in res.mutated)
-            r.update(case=i, public=public, hint="",
-                     message=f"your function changes its input {names} in place, so the caller's "
-                             f"array is different afterwards (the next cell would see the change). "
-                             f"Work on a copy (for example `w = w.copy()`) or build a new array.")
+            r.update(
+                case=i,
+                public=public,
+                hint="",
+                message=f"your function changes its input {names} in place, so the caller's "
+                f"array is different afterwards (the next cell would see the change). "
+                f"Work on a copy (for example `w = w.copy()`) or build a new array.",
+            )
             return r
         if res.value is None and want is not None:
-            r.update(case=i, public=public, hint="",
-                     message="your function returned None: did you forget `return`?")
+            r.update(
+                case=i,
+                public=public,
+                hint="",
+                message="your function returned None: did you forget `return`?",
+            )
             return r
         diff = difference(want, res.value, meta["rtol"], meta["atol"])
         if diff is None:
             continue
         hint = meta["hint"]
         for m, out in zip(meta["mistakes"], mistakes[i] if i < len(mistakes) else []):
-            if out is not NO_OUTPUT and difference(out, res.value, meta["rtol"], meta["atol"],
-                                                   equal_nan=True) is None:
+            if (
+                out is not NO_OUTPUT
+                and difference(out, res.value, meta["rtol"], meta["atol"], equal_nan=True) is None
+            ):
                 hint = m["hint"]
                 break
-        r.update(case=i, public=public, hint=hint,
-                 message=f"{where}: {diff if public else diff.generic}")
+        r.update(
+            case=i, public=public, hint=hint, message=f"{where}: {diff if public else diff.generic}"
+        )
         if public:
             r.update(expected=want, actual=res.value)
         return r
@@ -162,7 +214,9 @@ def _canonical(x, digits: int, depth: int = 0):
     flat = arr.ravel()
     finite = flat[np.isfinite(flat)]
     scale = float(np.max(np.abs(finite))) if finite.size else 0.0
-    return f"a{arr.shape}:" + ",".join(_number_text(float(v), digits, scale) for v in flat[:100_000])
+    return f"a{arr.shape}:" + ",".join(
+        _number_text(float(v), digits, scale) for v in flat[:100_000]
+    )
 
 
 def value_hashes(grade_id: str, x) -> list | None:
@@ -233,8 +287,12 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     elif kind == "number" and got is None:
         message = f"your answer should be a number or an array, got a {type(actual).__name__}"
     elif kind == "number" and shape is not None and shape != info.get("shape"):
-        message = f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
-    elif kind == "tuple" and (not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")):
+        message = (
+            f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
+        )
+    elif kind == "tuple" and (
+        not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")
+    ):
         message = f"your answer should be a tuple of {info.get('length')} items"
     else:
         message = "your answer is not the expected value"

@@ -21,8 +21,15 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-__all__ = ["template_from_notebook", "build_program", "Program", "notebook_cells",
-           "MAX_CELL_CHARS", "MAX_CODE_CHARS", "SourceTooLarge"]
+__all__ = [
+    "template_from_notebook",
+    "build_program",
+    "Program",
+    "notebook_cells",
+    "MAX_CELL_CHARS",
+    "MAX_CODE_CHARS",
+    "SourceTooLarge",
+]
 
 MAX_CELL_CHARS = 200_000  # one cell's source
 MAX_CODE_CHARS = 1_000_000  # all code cells of one notebook
@@ -42,9 +49,15 @@ def _check_calls(source: str):
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
-            if (name == "check" and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
+            name = (
+                node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            )
+            if (
+                name == "check"
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 found.append((node.args[0].value, ast.unparse(node.args[1])))
     return found
 
@@ -104,8 +117,9 @@ def notebook_cells(nb: dict) -> list[dict]:
             total += len(source)
             if total > MAX_CODE_CHARS:
                 raise SourceTooLarge(f"more than {MAX_CODE_CHARS} characters of code")
-        out.append({"type": ctype, "grade_id": gid if isinstance(gid, str) else None,
-                    "source": source})
+        out.append(
+            {"type": ctype, "grade_id": gid if isinstance(gid, str) else None, "source": source}
+        )
     return out
 
 
@@ -155,25 +169,41 @@ def build_program(template: dict, cells: list) -> Program:
         if len(cell["source"]) > MAX_CELL_CHARS:
             notes.append(f"{label} is larger than {MAX_CELL_CHARS} characters; not run")
             continue
-        after.setdefault(current, []).append({"kind": "added", "grade_id": None,
-                                              "source": cell["source"], "label": label})
+        after.setdefault(current, []).append(
+            {"kind": "added", "grade_id": None, "source": cell["source"], "label": label}
+        )
         added.append(label)
     program = list(after.get(-1, []))
     for i, t in enumerate(tcells):
         if t["kind"] == "course":
-            program.append({"kind": "course", "grade_id": t["grade_id"], "source": t["source"],
-                            "label": f"course cell {t['grade_id'] or i}"})
+            program.append(
+                {
+                    "kind": "course",
+                    "grade_id": t["grade_id"],
+                    "source": t["source"],
+                    "label": f"course cell {t['grade_id'] or i}",
+                }
+            )
         elif t["kind"] == "answer":
             src = answers.get(t["grade_id"])
             if src is not None and len(src) > MAX_CELL_CHARS:
-                notes.append(f"answer cell {t['grade_id']} is larger than {MAX_CELL_CHARS} "
-                             "characters; the stub was run instead")
+                notes.append(
+                    f"answer cell {t['grade_id']} is larger than {MAX_CELL_CHARS} "
+                    "characters; the stub was run instead"
+                )
                 src = None
-            program.append({"kind": "answer", "grade_id": t["grade_id"],
-                            "source": t["source"] if src is None else src,
-                            "label": f"answer cell {t['grade_id']}"})
+            program.append(
+                {
+                    "kind": "answer",
+                    "grade_id": t["grade_id"],
+                    "source": t["source"] if src is None else src,
+                    "label": f"answer cell {t['grade_id']}",
+                }
+            )
         program += after.get(i, [])
-    missing = [t["grade_id"] for t in tcells if t["kind"] == "answer" and t["grade_id"] not in answers]
+    missing = [
+        t["grade_id"] for t in tcells if t["kind"] == "answer" and t["grade_id"] not in answers
+    ]
     if missing:
         notes.append(f"answer cells not found (the stub was run): {', '.join(missing)}")
     if added:

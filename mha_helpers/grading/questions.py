@@ -24,8 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Question", "Mistake", "register", "get_question", "questions_for", "load_banks",
-           "REGISTRY"]
+__all__ = [
+    "Question",
+    "Mistake",
+    "register",
+    "get_question",
+    "questions_for",
+    "load_banks",
+    "REGISTRY",
+]
 
 
 @dataclass(frozen=True)

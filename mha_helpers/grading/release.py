@@ -31,8 +31,14 @@ import numpy as np
 
 from . import codec
 
-__all__ = ["release_notebook", "release", "validate_nbgrader_metadata", "ReleaseError",
-           "selfcheck_data", "student_copy"]
+__all__ = [
+    "release_notebook",
+    "release",
+    "validate_nbgrader_metadata",
+    "ReleaseError",
+    "selfcheck_data",
+    "student_copy",
+]
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -56,8 +62,10 @@ def validate_nbgrader_metadata(nb, where="notebook", require_ids=False) -> list[
         md = cell.get("metadata", {}).get("nbgrader")
         if md is None:
             if require_ids and cell.cell_type == "code":
-                problems.append(f"{where}, cell {i}: a code cell without nbgrader metadata "
-                                "(give it a locked cell's metadata and a unique grade_id)")
+                problems.append(
+                    f"{where}, cell {i}: a code cell without nbgrader metadata "
+                    "(give it a locked cell's metadata and a unique grade_id)"
+                )
             continue
         here = f"{where}, cell {i}"
         extra = set(md) - _NBGRADER_KEYS
@@ -85,13 +93,16 @@ def _stub_code(region: list[str], indent: str) -> list[str]:
         message = hint or "replace this line with your code"
         return [f"{indent}# YOUR CODE HERE\n", f"{indent}raise NotImplementedError({message!r})\n"]
     try:
-        tree = ast.parse("".join(line[len(indent):] for line in region))
+        tree = ast.parse("".join(line[len(indent) :] for line in region))
     except SyntaxError as exc:
         raise ReleaseError(f"answer region does not parse: {exc}") from None
     names = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        )
         for target in targets:  # `a = ...`, and each name of `b, c = ...`
             for t in ast.walk(target):
                 if isinstance(t, ast.Name) and t.id not in names:
@@ -174,15 +185,23 @@ def selfcheck_data(released, questions) -> dict:
             entry["public"] = {
                 "cases": [codec.encode(tuple(c)) for c in cases],
                 "expected": [codec.encode(q.reference(*copy_args(c))) for c in cases],
-                "mistakes": [codec.encode([_no_output_marker(_mistake_output(m, c))
-                                           for m in q.mistakes]) for c in cases],
+                "mistakes": [
+                    codec.encode([_no_output_marker(_mistake_output(m, c)) for m in q.mistakes])
+                    for c in cases
+                ],
             }
         elif q.kind == "value":
-            entry["public"] = {"info": value_info(q.grade_id, q.expected),
-                               "mistakes": [value_hashes(q.grade_id, m.answer) for m in q.mistakes]}
+            entry["public"] = {
+                "info": value_info(q.grade_id, q.expected),
+                "mistakes": [value_hashes(q.grade_id, m.answer) for m in q.mistakes],
+            }
         out.append(entry)
-    return {"format": 1, "assignment": released.metadata.get("mha_course", {}).get("assignment"),
-            "template": template_from_notebook(released), "questions": out}
+    return {
+        "format": 1,
+        "assignment": released.metadata.get("mha_course", {}).get("assignment"),
+        "template": template_from_notebook(released),
+        "questions": out,
+    }
 
 
 def _no_output_marker(value):
@@ -216,9 +235,13 @@ def release(course=None, check: bool = False) -> list[Path]:
         data = selfcheck_data(released, questions_for(assignment))
         data_path = course.data / f"{assignment}.json"
         expected_data.add(data_path.name)
-        _write_if_changed(data_path, json.dumps(data, indent=1, allow_nan=False) + "\n", check, changed)
-    for folder, keep, pattern in ((course.exercises, expected_nb, "*.ipynb"),
-                                  (course.data, expected_data, "*.json")):
+        _write_if_changed(
+            data_path, json.dumps(data, indent=1, allow_nan=False) + "\n", check, changed
+        )
+    for folder, keep, pattern in (
+        (course.exercises, expected_nb, "*.ipynb"),
+        (course.data, expected_data, "*.json"),
+    ):
         for stale in sorted(folder.glob(pattern)):
             if stale.name not in keep:
                 changed.append(stale)
@@ -229,9 +252,20 @@ def release(course=None, check: bool = False) -> list[Path]:
 
 # --- the students' copy --------------------------------------------------------------------
 
-STUDENT_COPY_ITEMS = ("notebooks", "exercises", "mha_helpers", "pyproject.toml", "environment.yml", "postBuild",
-                      "LICENSE", "LICENSE-content.md", "CITATION.cff", "binder", "docs/learner_guide.md",
-                      "docs/images")
+STUDENT_COPY_ITEMS = (
+    "notebooks",
+    "exercises",
+    "mha_helpers",
+    "pyproject.toml",
+    "environment.yml",
+    "postBuild",
+    "LICENSE",
+    "LICENSE-content.md",
+    "CITATION.cff",
+    "binder",
+    "docs/learner_guide.md",
+    "docs/images",
+)
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 
 
@@ -243,14 +277,18 @@ def student_copy(course, dest) -> list[Path]:
     dest = Path(dest).expanduser()
     real = dest.resolve()
     if real == course_root or course_root in real.parents:
-        raise ReleaseError(f"{dest} is inside the course folder; choose a folder outside it "
-                           "(the student copy must not sit beside solutions/)")
+        raise ReleaseError(
+            f"{dest} is inside the course folder; choose a folder outside it "
+            "(the student copy must not sit beside solutions/)"
+        )
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ReleaseError(f"{dest} exists and is not an empty folder")
     stale = release(course, check=True)
     if stale:
-        raise ReleaseError("exercises/ or the self-check data are out of date; run "
-                           "`mha-course release` first: " + ", ".join(p.name for p in stale))
+        raise ReleaseError(
+            "exercises/ or the self-check data are out of date; run "
+            "`mha-course release` first: " + ", ".join(p.name for p in stale)
+        )
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     for item in STUDENT_COPY_ITEMS:
@@ -266,11 +304,18 @@ def student_copy(course, dest) -> list[Path]:
         written.append(target)
     guide = course_root / "docs" / "learner_guide.md"
     readme = dest / "README.md"
-    readme.write_text(_student_readme(guide.read_text(encoding="utf-8") if guide.exists() else ""),
-                      encoding="utf-8")
+    readme.write_text(
+        _student_readme(guide.read_text(encoding="utf-8") if guide.exists() else ""),
+        encoding="utf-8",
+    )
     written.append(readme)
-    leftovers = [p for p in dest.rglob("*") if p.name.startswith("bank_") or "solutions" in p.parts
-                 or (p.suffix == ".ipynb" and "BEGIN SOLUTION" in p.read_text(encoding="utf-8"))]
+    leftovers = [
+        p
+        for p in dest.rglob("*")
+        if p.name.startswith("bank_")
+        or "solutions" in p.parts
+        or (p.suffix == ".ipynb" and "BEGIN SOLUTION" in p.read_text(encoding="utf-8"))
+    ]
     if leftovers:  # a last look: nothing of the instructor's may be in there
         shutil.rmtree(dest)
         raise ReleaseError(f"refusing to write a student copy that contains {leftovers[0]}")
@@ -282,9 +327,10 @@ def _student_readme(guide: str) -> str:
         "# Multi-head attention, hands on: the learner's copy\n\n"
         "Lessons are in `notebooks/` (start with `00_start_here.ipynb`), exercises in "
         "`exercises/`. Set up once, from this folder:\n\n"
-        "```bash\npython3 -m venv .venv && .venv/bin/pip install -e \".[lab]\"\n"
+        '```bash\npython3 -m venv .venv && .venv/bin/pip install -e ".[lab]"\n'
         ".venv/bin/jupyter lab notebooks/00_start_here.ipynb\n```\n\n"
         "After each exercise, run its check cells; before you submit, run\n"
         "`.venv/bin/mha-course validate exercises/<the exercise>.ipynb` to see what the grader will "
-        "run. This copy holds no solutions: the self-checks work from public test cases.\n\n")
+        "run. This copy holds no solutions: the self-checks work from public test cases.\n\n"
+    )
     return head + (guide if guide else "")

@@ -141,11 +141,10 @@ def main(argv=None) -> int:
                 pass
 
     import numpy  # noqa: F401  (imported before student code, as the course cells will)
-
-    from .watch import run_cases
-
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
+
+    from .watch import run_cases
 
     cfg = Config()
     cfg.HistoryManager.enabled = False
@@ -204,7 +203,11 @@ def main(argv=None) -> int:
                 record["timeout"] = isinstance(exc, CellTimeout)
         try:
             for name, value in list(user_ns.items()):
-                if name not in baseline and not name.startswith("_") and before.get(name) != id(value):
+                if (
+                    name not in baseline
+                    and not name.startswith("_")
+                    and before.get(name) != id(value)
+                ):
                     defined_by[name] = i
         except Exception:
             pass
@@ -248,9 +251,14 @@ def main(argv=None) -> int:
                 cases = [tuple(codec.decode(c)) for c in spec["cases"]]
                 results, helpers = run_cases(obj, cases, spec.get("forbidden", ()), call=timed_call)
                 rec["helpers"] = helpers
-                rec["results"] = [{"value": codec.encode(r.value, budget, max_string=1000),
-                                   "raised": list(r.raised) if r.raised else None,
-                                   "mutated": r.mutated} for r in results]
+                rec["results"] = [
+                    {
+                        "value": codec.encode(r.value, budget, max_string=1000),
+                        "raised": list(r.raised) if r.raised else None,
+                        "mutated": r.mutated,
+                    }
+                    for r in results
+                ]
         except CellTimeout:
             rec["status"] = "timeout"
         except BaseException as exc:
@@ -260,10 +268,13 @@ def main(argv=None) -> int:
         answers[gid] = rec
     t_eval = time.time()
 
-    result = {"cells": cells, "answers": answers, "output_chars": sink.written,
-              "defined_by": {k: v for k, v in list(defined_by.items())[:500]},
-              "times": {"start": T_START, "ready": t_ready, "cells_done": t_cells,
-                        "eval_done": t_eval}}
+    result = {
+        "cells": cells,
+        "answers": answers,
+        "output_chars": sink.written,
+        "defined_by": {k: v for k, v in list(defined_by.items())[:500]},
+        "times": {"start": T_START, "ready": t_ready, "cells_done": t_cells, "eval_done": t_eval},
+    }
     try:
         text = codec.dumps(result)
     except (TypeError, ValueError):

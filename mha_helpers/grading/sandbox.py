@@ -93,8 +93,10 @@ class Outcome:
 
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 # System calls that create processes or threads, by architecture (unistd.h).
-_PROCESS_CALLS = {"x86_64": {"clone": 56, "fork": 57, "vfork": 58, "clone3": 435},
-                  "aarch64": {"clone": 220, "clone3": 435}}
+_PROCESS_CALLS = {
+    "x86_64": {"clone": 56, "fork": 57, "vfork": 58, "clone3": 435},
+    "aarch64": {"clone": 220, "clone3": 435},
+}
 
 
 def seccomp_filter() -> bytes | None:
@@ -111,14 +113,19 @@ def seccomp_filter() -> bytes | None:
     def ins(code, jt, jf, k):
         return struct.pack("=HBBI", code, jt, jf, k)
 
-    prog = [ins(ld_abs, 0, 0, 4),  # seccomp_data.arch
-            ins(jeq, 1, 0, _AUDIT_ARCH[arch]),
-            ins(ret, 0, 0, kill),  # another ABI (32-bit calls on x86_64): refuse outright
-            ins(ld_abs, 0, 0, 0)]  # seccomp_data.nr
+    prog = [
+        ins(ld_abs, 0, 0, 4),  # seccomp_data.arch
+        ins(jeq, 1, 0, _AUDIT_ARCH[arch]),
+        ins(ret, 0, 0, kill),  # another ABI (32-bit calls on x86_64): refuse outright
+        ins(ld_abs, 0, 0, 0),
+    ]  # seccomp_data.nr
     if arch == "x86_64":  # the x32 ABI sets bit 30 of the call number
         prog += [ins(0x45, 0, 1, 0x40000000), ins(ret, 0, 0, kill)]  # jset
     for name, nr in _PROCESS_CALLS[arch].items():
-        prog += [ins(jeq, 0, 1, nr), ins(ret, 0, 0, errno | (enosys if name == "clone3" else eperm))]
+        prog += [
+            ins(jeq, 0, 1, nr),
+            ins(ret, 0, 0, errno | (enosys if name == "clone3" else eperm)),
+        ]
     prog.append(ins(ret, 0, 0, allow))
     return b"".join(prog)
 
@@ -131,9 +138,15 @@ def _python_paths() -> list[str]:
     entries that are package folders (``site-packages``, ``dist-packages``). Never the course
     folder, the current folder or anything else that happens to be on ``sys.path``."""
     course = PACKAGE_DIR.parent.resolve()
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix,
-                  os.path.dirname(os.path.realpath(sys.executable))]
-    candidates += [p for p in sys.path if p and {"site-packages", "dist-packages"} & set(Path(p).parts)]
+    candidates = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    ]
+    candidates += [
+        p for p in sys.path if p and {"site-packages", "dist-packages"} & set(Path(p).parts)
+    ]
     found = []
     for p in candidates:
         try:
@@ -167,8 +180,19 @@ def _system_args() -> list[str]:
 def _bwrap_args(limits: Limits, mpl_cache: str | None, seccomp_fd: int | None) -> list[str]:
     bwrap = shutil.which("bwrap")
     data_dir = PACKAGE_DIR / "grading" / "data"
-    args = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
-            "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534"]
+    args = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        "65534",
+        "--gid",
+        "65534",
+    ]
     args += _system_args()
     for p in _python_paths():
         args += ["--ro-bind", p, p]
@@ -196,11 +220,21 @@ def _bwrap_args(limits: Limits, mpl_cache: str | None, seccomp_fd: int | None) -
 
 def _inner_env(writable: str, package_root: str) -> dict:
     return {
-        "PATH": "/usr/bin:/bin", "HOME": f"{writable}/home", "TMPDIR": f"{writable}/tmp",
-        "MPLCONFIGDIR": f"{writable}/mpl", "MPLBACKEND": "Agg", "IPYTHONDIR": f"{writable}/ipython",
-        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-        "PYTHONPATH": package_root, "LANG": "C.UTF-8", "MHA_COURSE_GRADING": "1",
+        "PATH": "/usr/bin:/bin",
+        "HOME": f"{writable}/home",
+        "TMPDIR": f"{writable}/tmp",
+        "MPLCONFIGDIR": f"{writable}/mpl",
+        "MPLBACKEND": "Agg",
+        "IPYTHONDIR": f"{writable}/ipython",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONPATH": package_root,
+        "LANG": "C.UTF-8",
+        "MHA_COURSE_GRADING": "1",
     }
 
 
@@ -211,8 +245,12 @@ def probe() -> str | None:
         return f"bubblewrap needs Linux (this is {platform.system()})"
     if shutil.which("bwrap") is None:
         return "the bwrap command (package bubblewrap) is not installed"
-    out = _run_process(_bwrap_args(Limits(), None, None) + [sys.executable, "-c", "print('sandbox works')"],
-                       b"", Limits(wall_seconds=30), pass_fds=())
+    out = _run_process(
+        _bwrap_args(Limits(), None, None) + [sys.executable, "-c", "print('sandbox works')"],
+        b"",
+        Limits(wall_seconds=30),
+        pass_fds=(),
+    )
     if out[0] is not None and b"sandbox works" in out[1]:
         return None
     detail = out[2].decode("utf-8", "replace").strip().splitlines()
@@ -236,9 +274,14 @@ def warm_matplotlib() -> str | None:
     folder = tempfile.mkdtemp(prefix="mha-grade-mpl-")
     atexit.register(shutil.rmtree, folder, True)
     try:
-        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], timeout=120,
-                       env=dict(os.environ, MPLCONFIGDIR=folder, MPLBACKEND="Agg"),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder)
+        subprocess.run(
+            [sys.executable, "-c", "import matplotlib.font_manager"],
+            timeout=120,
+            env=dict(os.environ, MPLCONFIGDIR=folder, MPLBACKEND="Agg"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=folder,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return folder
@@ -248,10 +291,17 @@ def _run_process(argv, stdin: bytes, limits: Limits, pass_fds=(), env=None, cwd=
     """Run, feed stdin, read stdout/stderr with caps until exit or the deadline.
     Returns ``(returncode or None on timeout, stdout, stderr, reason)``."""
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, pass_fds=pass_fds, close_fds=True,
-                                start_new_session=True, cwd=cwd,
-                                env=env if env is not None else _outer_env())
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=pass_fds,
+            close_fds=True,
+            start_new_session=True,
+            cwd=cwd,
+            env=env if env is not None else _outer_env(),
+        )
     except OSError as exc:
         return None, b"", str(exc).encode(), f"could not start: {exc}"
     deadline = time.monotonic() + limits.wall_seconds
@@ -315,8 +365,13 @@ def _outer_env() -> dict:
 
 def run(job: dict, limits: Limits, isolate: bool = True, mpl_cache: str | None = None) -> Outcome:
     """Run one job in a fresh sandbox (or, with ``isolate=False``, a plain subprocess)."""
-    job = dict(job, memory_bytes=limits.memory_bytes, cpu_seconds=limits.cpu_seconds,
-               file_bytes=limits.file_bytes, mpl_cache="/mplcache" if (isolate and mpl_cache) else mpl_cache)
+    job = dict(
+        job,
+        memory_bytes=limits.memory_bytes,
+        cpu_seconds=limits.cpu_seconds,
+        file_bytes=limits.file_bytes,
+        mpl_cache="/mplcache" if (isolate and mpl_cache) else mpl_cache,
+    )
     payload = codec.dumps(job).encode("utf-8")
     out = Outcome(spawn=time.time())
     runner = [sys.executable, "-m", "mha_helpers.grading.runner"]
@@ -341,8 +396,9 @@ def run(job: dict, limits: Limits, isolate: bool = True, mpl_cache: str | None =
                 os.mkdir(os.path.join(tmp, sub))
             env = _inner_env(tmp, str(PACKAGE_DIR.parent))
             env["PATH"] = os.environ.get("PATH", env["PATH"])
-            rc, stdout, stderr, reason = _run_process(runner, payload, limits, (), env,
-                                                      cwd=os.path.join(tmp, "work"))
+            rc, stdout, stderr, reason = _run_process(
+                runner, payload, limits, (), env, cwd=os.path.join(tmp, "work")
+            )
     out.end = time.time()
     out.returncode = rc
     out.stderr = stderr.decode("utf-8", "replace")[-2000:]

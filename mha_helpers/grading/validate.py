@@ -31,23 +31,44 @@ __all__ = ["validate_notebook", "validate_command"]
 
 
 def _meta(q: dict) -> dict:
-    return {k: q[k] for k in ("grade_id", "assignment", "kind", "points", "hint", "rtol", "atol",
-                              "forbidden", "mistakes")}
+    return {
+        k: q[k]
+        for k in (
+            "grade_id",
+            "assignment",
+            "kind",
+            "points",
+            "hint",
+            "rtol",
+            "atol",
+            "forbidden",
+            "mistakes",
+        )
+    }
 
 
 def validate_notebook(path, timeout: float = 120.0) -> dict:
     """Run one notebook as the grader will; return ``{"assignment", "verdicts", "warnings"}``."""
     nb, notes = read_notebook(Path(path), 20 * 2**20)
     md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
-    assignment = (md.get("mha_course") or {}).get("assignment") if isinstance(md.get("mha_course"), dict) else None
+    assignment = (
+        (md.get("mha_course") or {}).get("assignment")
+        if isinstance(md.get("mha_course"), dict)
+        else None
+    )
     if not isinstance(assignment, str):
-        raise Rejected("unknown-assignment", "this notebook has no assignment metadata: is it one "
-                                             "of the course's exercise notebooks?")
+        raise Rejected(
+            "unknown-assignment",
+            "this notebook has no assignment metadata: is it one "
+            "of the course's exercise notebooks?",
+        )
     try:
         data = assignment_data(assignment)
     except NoData:
-        raise Rejected("unknown-assignment", f"no self-check data for assignment {assignment!r} "
-                                             "(update the course package)") from None
+        raise Rejected(
+            "unknown-assignment",
+            f"no self-check data for assignment {assignment!r} (update the course package)",
+        ) from None
     program = build_program(data["template"], notebook_cells(nb))
     warnings = [n for n in notes]
     exprs = data["template"]["exprs"]
@@ -58,21 +79,30 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         if q["kind"] == "function":
             spec.update(cases=q["public"]["cases"], forbidden=q["forbidden"])
         specs.append(spec)
-    job = {"cells": [{"source": c["source"]} for c in program.cells], "questions": specs,
-           "cell_timeout": max(5.0, timeout / 4)}
-    out = sandbox.run(job, sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
-                      isolate=False)
+    job = {
+        "cells": [{"source": c["source"]} for c in program.cells],
+        "questions": specs,
+        "cell_timeout": max(5.0, timeout / 4),
+    }
+    out = sandbox.run(
+        job, sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5), isolate=False
+    )
     report = out.report or {}
     if not report:
-        warnings.append(f"the notebook did not run to the end ({out.reason}"
-                        + (f", in step {out.steps[-1]}" if out.steps else "") + ")")
+        warnings.append(
+            f"the notebook did not run to the end ({out.reason}"
+            + (f", in step {out.steps[-1]}" if out.steps else "")
+            + ")"
+        )
     for label in program.added:
         warnings.append(f"{label}: a cell you added; the grader runs it in the same place")
     for i, rec in enumerate(report.get("cells", [])[: len(program.cells)]):
         err = rec.get("error") if isinstance(rec, dict) else None
         if isinstance(err, dict):
-            warnings.append(f"{program.cells[i]['label']} raised {err.get('type')}: "
-                            f"{str(err.get('message'))[:160]}")
+            warnings.append(
+                f"{program.cells[i]['label']} raised {err.get('type')}: "
+                f"{str(err.get('message'))[:160]}"
+            )
     answers = report.get("answers", {})
     verdicts = []
     for q in data["questions"]:
@@ -80,9 +110,15 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         gid = q["grade_id"]
         if q["kind"] == "manual":
             text = program.written.get(gid)
-            verdicts.append(not_attempted(meta) | {"written": True} | (
-                {"status": "manual", "message": "written answer, graded by your instructor"}
-                if written_answered(text) else {"message": "written answer still empty"}))
+            verdicts.append(
+                not_attempted(meta)
+                | {"written": True}
+                | (
+                    {"status": "manual", "message": "written answer, graded by your instructor"}
+                    if written_answered(text)
+                    else {"message": "written answer still empty"}
+                )
+            )
             continue
         rec = answers.get(gid)
         verdicts.append(_verdict(q, meta, rec))
@@ -90,9 +126,13 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         for name, index in (uses or {}).items():
             if isinstance(index, int) and 0 <= index < len(program.cells):
                 cell = program.cells[index]
-                if cell["kind"] == "added" or (cell["kind"] == "answer" and cell["grade_id"] != gid):
-                    warnings.append(f"{gid} uses `{name}`, defined in {cell['label']}: keep that "
-                                    "cell in the notebook (the grader runs it too)")
+                if cell["kind"] == "added" or (
+                    cell["kind"] == "answer" and cell["grade_id"] != gid
+                ):
+                    warnings.append(
+                        f"{gid} uses `{name}`, defined in {cell['label']}: keep that "
+                        "cell in the notebook (the grader runs it too)"
+                    )
     return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
 
 
@@ -102,8 +142,10 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
     if rec.get("status") == "not-callable":
         return not_callable(meta, str(rec.get("type", "?")))
     if rec.get("status") != "ok":
-        return not_attempted(meta) | {"status": "error", "message": f"checking the answer: "
-                                                                    f"{rec.get('status')}"}
+        return not_attempted(meta) | {
+            "status": "error",
+            "message": f"checking the answer: {rec.get('status')}",
+        }
     pub = q["public"]
     if q["kind"] == "value":
         return value_verdict(meta, pub["info"], pub["mistakes"], codec.decode(rec.get("value")))
@@ -112,8 +154,9 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
     except (BadReport, codec.CodecError):
         return not_attempted(meta) | {"status": "error", "message": "could not read the result"}
     expected = [codec.decode(e) for e in pub["expected"]]
-    return function_verdict(meta, results, expected, _decode_mistakes(pub["mistakes"]),
-                            len(expected), helpers)
+    return function_verdict(
+        meta, results, expected, _decode_mistakes(pub["mistakes"]), len(expected), helpers
+    )
 
 
 def validate_command(paths, timeout: float = 120.0) -> int:

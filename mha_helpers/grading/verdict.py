@@ -11,21 +11,34 @@ here with a fresh seed, so a program cannot know what to claim except by computi
 from __future__ import annotations
 
 from . import codec
-from .judge import (function_verdict, not_attempted, not_callable, question_meta,
-                    value_hashes, value_info, value_verdict)
+from .judge import (
+    function_verdict,
+    not_attempted,
+    not_callable,
+    question_meta,
+    value_hashes,
+    value_info,
+    value_verdict,
+)
 from .program import written_answered
 from .watch import CaseResult
 
-__all__ = ["answer_results", "question_verdict", "written_verdict", "BadReport", "STATUSES",
-           "RUN_STATUS_ORDER"]
+__all__ = [
+    "answer_results",
+    "question_verdict",
+    "written_verdict",
+    "BadReport",
+    "STATUSES",
+    "RUN_STATUS_ORDER",
+]
 
 # Row statuses, with what each means (the instructor guide lists them too).
 STATUSES = {
     "ok": "graded normally",
     "flagged": "graded, but the sandbox's report was malformed (tampered with?): the affected "
-               "questions score 0 (see notes)",
+    "questions score 0 (see notes)",
     "kernel-died": "the program died in a step (os._exit, a signal, a crash); that step was "
-                   "skipped and the rest graded",
+    "skipped and the rest graded",
     "timeout": "a cell, a function call or the whole notebook ran out of time",
     "memory": "a cell or function call ran out of memory",
     "duplicate": "the same student submitted this assignment more than once (see notes)",
@@ -72,7 +85,9 @@ def answer_results(rec) -> tuple[list, list]:
         if not isinstance(mutated, list) or len(mutated) > 20:
             raise BadReport("malformed mutation list")
         value = None if raised else codec.decode(row.get("value"), codec.Limits())
-        results.append(CaseResult(value=value, raised=raised, mutated=[_str(m, 40) for m in mutated]))
+        results.append(
+            CaseResult(value=value, raised=raised, mutated=[_str(m, 40) for m in mutated])
+        )
     helpers = rec.get("helpers") or []
     if not isinstance(helpers, list) or len(helpers) > 20:
         raise BadReport("malformed helper list")
@@ -88,8 +103,10 @@ def question_verdict(q, rec, cases, skipped: bool) -> dict:
     meta = question_meta(q)
     base = not_attempted(meta) | {"status": "failed", "message": "", "hint": q.hint}
     if skipped:
-        return base | {"status": "error", "message": "checking your answer stopped the program "
-                                                     "(it was skipped)"}
+        return base | {
+            "status": "error",
+            "message": "checking your answer stopped the program (it was skipped)",
+        }
     if rec is None:
         return base | {"status": "error", "message": "no result for this question (fail closed)"}
     if not isinstance(rec, dict):
@@ -98,8 +115,9 @@ def question_verdict(q, rec, cases, skipped: bool) -> dict:
     if status == "timeout":
         return base | {"status": "timeout", "message": "checking your answer ran out of time"}
     if status == "undefined":
-        return not_attempted(meta) | {"message": "not defined (the answer cell did not run or "
-                                                 "does not define it)"}
+        return not_attempted(meta) | {
+            "message": "not defined (the answer cell did not run or does not define it)"
+        }
     if status == "none":
         return not_attempted(meta)
     if status == "not-callable":
@@ -107,16 +125,24 @@ def question_verdict(q, rec, cases, skipped: bool) -> dict:
     if status == "error":
         err = rec.get("error") if isinstance(rec.get("error"), dict) else {}
         kind = _str(err.get("type", "Exception"), 80)
-        return base | {"status": "error", "message": f"reading your answer raised {kind}",
-                       "memory": kind == "MemoryError"}
+        return base | {
+            "status": "error",
+            "message": f"reading your answer raised {kind}",
+            "memory": kind == "MemoryError",
+        }
     if status != "ok":
         raise BadReport(f"unknown status {str(status)[:40]!r}")
     if q.kind == "value":
         actual = codec.decode(rec.get("value"), codec.Limits())
         if isinstance(actual, codec.Unsupported):
-            return base | {"status": "error", "message": f"your answer could not be read ({actual.what})"}
+            return base | {
+                "status": "error",
+                "message": f"your answer could not be read ({actual.what})",
+            }
         info = value_info(q.grade_id, q.expected)
-        return value_verdict(meta, info, [value_hashes(q.grade_id, m.answer) for m in q.mistakes], actual)
+        return value_verdict(
+            meta, info, [value_hashes(q.grade_id, m.answer) for m in q.mistakes], actual
+        )
     results, helpers = answer_results(rec)
     known = {d.rsplit(".", 1)[-1] for d in q.forbidden}
     helpers = [h for h in helpers if h in known]
@@ -129,8 +155,13 @@ def question_verdict(q, rec, cases, skipped: bool) -> dict:
 def written_verdict(q, text) -> dict:
     meta = question_meta(q)
     if not written_answered(text):
-        return not_attempted(meta) | {"status": "unanswered", "points": 0.0,
-                                      "message": "no written answer"}
-    return not_attempted(meta) | {"status": "manual", "points": None,
-                                  "message": "to be graded by your instructor"}
-
+        return not_attempted(meta) | {
+            "status": "unanswered",
+            "points": 0.0,
+            "message": "no written answer",
+        }
+    return not_attempted(meta) | {
+        "status": "manual",
+        "points": None,
+        "message": "to be graded by your instructor",
+    }

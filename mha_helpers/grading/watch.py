@@ -37,8 +37,12 @@ def copy_args(args):
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         try:
-            return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
-                    and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+            return (
+                isinstance(a, np.ndarray)
+                and isinstance(b, np.ndarray)
+                and a.shape == b.shape
+                and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+            )
         except Exception:
             return False
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):

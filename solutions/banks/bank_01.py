@@ -23,29 +23,40 @@ from mha_helpers.grading.questions import Mistake, Question, register
 
 ASSIGNMENT = "01_recap_self_attention"
 
-__all__ = ["ASSIGNMENT", "TRANSPOSED_SCORES_HINT", "GLOBAL_MAX_HINT", "QUERY_AXIS_HINT",
-           "MASK_AFTER_SOFTMAX_HINT", "MASK_POLARITY_HINT"]
+__all__ = [
+    "ASSIGNMENT",
+    "TRANSPOSED_SCORES_HINT",
+    "GLOBAL_MAX_HINT",
+    "QUERY_AXIS_HINT",
+    "MASK_AFTER_SOFTMAX_HINT",
+    "MASK_POLARITY_HINT",
+]
 
 # Hints shared with the later banks: the same slip gets the same words wherever it can happen.
 TRANSPOSED_SCORES_HINT = (
     "Your scores are transposed: rows must be queries and columns keys, so compute Q @ K.T "
-    "(in every head: qh @ kh.swapaxes(-1, -2)), not K @ Q.T.")
+    "(in every head: qh @ kh.swapaxes(-1, -2)), not K @ Q.T."
+)
 QUERY_AXIS_HINT = (
     "Your softmax runs over the query axis: the columns sum to 1 instead of the rows. Each "
-    "query distributes its attention over the keys, so normalise over the last axis (axis=-1).")
+    "query distributes its attention over the keys, so normalise over the last axis (axis=-1)."
+)
 GLOBAL_MAX_HINT = (
     "You subtracted one maximum for the whole matrix (scores.max()) instead of each row's own "
     "maximum. A row whose scores are all far below the largest score in the matrix then "
     "underflows: exp gives 0 for every entry and 0 / 0 is NaN. Use "
-    "scores.max(axis=-1, keepdims=True).")
+    "scores.max(axis=-1, keepdims=True)."
+)
 MASK_AFTER_SOFTMAX_HINT = (
     "You masked after the softmax: blocked keys get weight 0, but the rows no longer sum to 1. "
-    "Set blocked scores to -inf before the softmax (np.where(mask, scores, -np.inf)).")
+    "Set blocked scores to -inf before the softmax (np.where(mask, scores, -np.inf))."
+)
 MASK_POLARITY_HINT = (
     "Your mask is the wrong way round: the course's masks are True where a query MAY attend, "
     "so keep the scores where the mask is True and put -inf where it is False "
     "(np.where(mask, scores, -np.inf)). PyTorch's nn.MultiheadAttention uses the opposite "
-    "convention, which is an easy source of this slip.")
+    "convention, which is an easy source of this slip."
+)
 
 
 def _stable_softmax(s, axis=-1):
@@ -82,46 +93,75 @@ def _scores_divided_by(divisor):
     return lambda x, w_q, w_k: (x @ w_q) @ (x @ w_k).T / divisor(x, w_q)
 
 
-register(Question(
-    grade_id="q01_scores",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="function",
-    prompt="Implement attention_scores(x, w_q, w_k): project x to queries and keys and return the "
-           "scaled score matrix Q K^T / sqrt(d_k), shape (n, n), rows = queries.",
-    reference=_scores_reference,
-    cases=_scores_cases,
-    mistakes=(
-        Mistake("sqrt(d_model)", _scores_divided_by(lambda x, w_q: np.sqrt(x.shape[1])),
+register(
+    Question(
+        grade_id="q01_scores",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="function",
+        prompt="Implement attention_scores(x, w_q, w_k): project x to queries and keys and return the "
+        "scaled score matrix Q K^T / sqrt(d_k), shape (n, n), rows = queries.",
+        reference=_scores_reference,
+        cases=_scores_cases,
+        mistakes=(
+            Mistake(
+                "sqrt(d_model)",
+                _scores_divided_by(lambda x, w_q: np.sqrt(x.shape[1])),
                 "You divided by sqrt(d_model), the width of x. The dot products are sums over the "
-                "d_k features of a query and a key, so divide by sqrt(d_k) = sqrt(w_q.shape[1])."),
-        Mistake("not scaled", _scores_divided_by(lambda x, w_q: 1.0),
-                "The products are right but not scaled: divide the scores by sqrt(d_k)."),
-        Mistake("divided by d_k", _scores_divided_by(lambda x, w_q: w_q.shape[1]),
-                "You divided by d_k itself; the scale is 1 / sqrt(d_k)."),
-        Mistake("d_k ** 1/2", _scores_divided_by(lambda x, w_q: w_q.shape[1] ** 1 / 2),
+                "d_k features of a query and a key, so divide by sqrt(d_k) = sqrt(w_q.shape[1]).",
+            ),
+            Mistake(
+                "not scaled",
+                _scores_divided_by(lambda x, w_q: 1.0),
+                "The products are right but not scaled: divide the scores by sqrt(d_k).",
+            ),
+            Mistake(
+                "divided by d_k",
+                _scores_divided_by(lambda x, w_q: w_q.shape[1]),
+                "You divided by d_k itself; the scale is 1 / sqrt(d_k).",
+            ),
+            Mistake(
+                "d_k ** 1/2",
+                _scores_divided_by(lambda x, w_q: w_q.shape[1] ** 1 / 2),
                 "You divided by d_k / 2: in Python, d_k ** 1/2 means (d_k ** 1) / 2, because ** "
                 "binds tighter than /. Write d_k ** 0.5 or np.sqrt(d_k). (For d_k = 4 the two "
-                "agree by coincidence, so the first case passed.)"),
-        Mistake("hard-coded 2", _scores_divided_by(lambda x, w_q: 2.0),
+                "agree by coincidence, so the first case passed.)",
+            ),
+            Mistake(
+                "hard-coded 2",
+                _scores_divided_by(lambda x, w_q: 2.0),
                 "You divided by 2, which is sqrt(d_k) only when d_k = 4 (the lesson's example). "
-                "Compute the scale from the input: np.sqrt(w_q.shape[1])."),
-        Mistake("sqrt(n)", _scores_divided_by(lambda x, w_q: np.sqrt(x.shape[0])),
+                "Compute the scale from the input: np.sqrt(w_q.shape[1]).",
+            ),
+            Mistake(
+                "sqrt(n)",
+                _scores_divided_by(lambda x, w_q: np.sqrt(x.shape[0])),
                 "You divided by the square root of the number of tokens. The scale depends on the "
-                "width of a query, d_k = w_q.shape[1], not on how many tokens there are."),
-        Mistake("transposed", lambda x, w_q, w_k: (x @ w_k) @ (x @ w_q).T / np.sqrt(w_q.shape[1]),
-                TRANSPOSED_SCORES_HINT),
-        Mistake("keys from w_q", lambda x, w_q, w_k: (x @ w_q) @ (x @ w_q).T / np.sqrt(w_q.shape[1]),
+                "width of a query, d_k = w_q.shape[1], not on how many tokens there are.",
+            ),
+            Mistake(
+                "transposed",
+                lambda x, w_q, w_k: (x @ w_k) @ (x @ w_q).T / np.sqrt(w_q.shape[1]),
+                TRANSPOSED_SCORES_HINT,
+            ),
+            Mistake(
+                "keys from w_q",
+                lambda x, w_q, w_k: (x @ w_q) @ (x @ w_q).T / np.sqrt(w_q.shape[1]),
                 "Your keys are computed with w_q, so every query is compared with a copy of the "
-                "queries. Keys come from their own matrix: K = x @ w_k."),
-        Mistake("no projection", lambda x, w_q, w_k: x @ x.T / np.sqrt(w_q.shape[1]),
+                "queries. Keys come from their own matrix: K = x @ w_k.",
+            ),
+            Mistake(
+                "no projection",
+                lambda x, w_q, w_k: x @ x.T / np.sqrt(w_q.shape[1]),
                 "You took dot products of the raw token vectors x. Project first: Q = x @ w_q and "
-                "K = x @ w_k, then compare Q with K."),
-    ),
-    hint="Q = x @ w_q and K = x @ w_k are (n, d_k); the scores are Q @ K.T / sqrt(d_k), where "
-         "d_k = w_q.shape[1].",
-    # No course helper returns raw scores, so nothing to forbid here.
-))
+                "K = x @ w_k, then compare Q with K.",
+            ),
+        ),
+        hint="Q = x @ w_q and K = x @ w_k are (n, d_k); the scores are Q @ K.T / sqrt(d_k), where "
+        "d_k = w_q.shape[1].",
+        # No course helper returns raw scores, so nothing to forbid here.
+    )
+)
 
 # --- q01_softmax -------------------------------------------------------------------------------
 
@@ -179,44 +219,64 @@ def _softmax_divided_by_max(s):
     return e / e.max(axis=-1, keepdims=True)
 
 
-register(Question(
-    grade_id="q01_softmax",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="function",
-    prompt="Implement softmax_over_keys(scores): turn each row of an (n_q, n_k) score matrix into "
-           "weights that are >= 0 and sum to 1, without overflow for large scores; -inf entries "
-           "get weight 0.",
-    reference=_softmax_reference,
-    cases=_softmax_cases,
-    mistakes=(
-        Mistake("query axis", lambda s: _stable_softmax(np.asarray(s, dtype=float), axis=0),
-                QUERY_AXIS_HINT),
-        Mistake("whole matrix", lambda s: _stable_softmax(np.asarray(s, dtype=float).ravel()).reshape(np.shape(s)),
+register(
+    Question(
+        grade_id="q01_softmax",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="function",
+        prompt="Implement softmax_over_keys(scores): turn each row of an (n_q, n_k) score matrix into "
+        "weights that are >= 0 and sum to 1, without overflow for large scores; -inf entries "
+        "get weight 0.",
+        reference=_softmax_reference,
+        cases=_softmax_cases,
+        mistakes=(
+            Mistake(
+                "query axis",
+                lambda s: _stable_softmax(np.asarray(s, dtype=float), axis=0),
+                QUERY_AXIS_HINT,
+            ),
+            Mistake(
+                "whole matrix",
+                lambda s: _stable_softmax(np.asarray(s, dtype=float).ravel()).reshape(np.shape(s)),
                 "You normalised the whole matrix at once, so all entries together sum to 1. Each row "
-                "(one query) must sum to 1 on its own: sum with axis=-1, keepdims=True."),
-        Mistake("sum without keepdims", _softmax_sum_without_keepdims,
+                "(one query) must sum to 1 on its own: sum with axis=-1, keepdims=True.",
+            ),
+            Mistake(
+                "sum without keepdims",
+                _softmax_sum_without_keepdims,
                 "You divided by e.sum(axis=-1) without keepdims=True. That gives a 1-D array of row "
                 "sums, and NumPy lines it up with the columns, so entry (i, j) is divided by row "
-                "j's sum. Keep the axis: e.sum(axis=-1, keepdims=True)."),
-        Mistake("max without keepdims", _softmax_max_without_keepdims,
+                "j's sum. Keep the axis: e.sum(axis=-1, keepdims=True).",
+            ),
+            Mistake(
+                "max without keepdims",
+                _softmax_max_without_keepdims,
                 "You subtracted scores.max(axis=-1) without keepdims=True. That 1-D array of row "
                 "maxima lines up with the columns, so each column is shifted by a different row's "
-                "maximum, which changes the result. Keep the axis: max(axis=-1, keepdims=True)."),
-        Mistake("divided by the maximum", _softmax_divided_by_max,
+                "maximum, which changes the result. Keep the axis: max(axis=-1, keepdims=True).",
+            ),
+            Mistake(
+                "divided by the maximum",
+                _softmax_divided_by_max,
                 "You divided by each row's largest exponential, so the largest weight is 1 and the "
-                "rows sum to more than 1. Divide by the row's sum instead."),
-        Mistake("global maximum", _softmax_global_max, GLOBAL_MAX_HINT),
-        Mistake("no shift", _softmax_no_shift,
+                "rows sum to more than 1. Divide by the row's sum instead.",
+            ),
+            Mistake("global maximum", _softmax_global_max, GLOBAL_MAX_HINT),
+            Mistake(
+                "no shift",
+                _softmax_no_shift,
                 "exp overflowed: np.exp(800) is infinite in float64, and inf / inf is NaN. Subtract "
                 "each row's maximum before exponentiating (it does not change the result): "
-                "scores - scores.max(axis=-1, keepdims=True)."),
-    ),
-    hint="Subtract each row's maximum first (s - s.max(axis=-1, keepdims=True)), exponentiate, "
-         "then divide by the row sums (axis=-1, keepdims=True). Subtracting the maximum changes "
-         "nothing mathematically and keeps exp from overflowing.",
-    forbidden=("mha_helpers.attention.softmax", "scipy.special.softmax"),
-))
+                "scores - scores.max(axis=-1, keepdims=True).",
+            ),
+        ),
+        hint="Subtract each row's maximum first (s - s.max(axis=-1, keepdims=True)), exponentiate, "
+        "then divide by the row sums (axis=-1, keepdims=True). Subtracting the maximum changes "
+        "nothing mathematically and keeps exp from overflowing.",
+        forbidden=("mha_helpers.attention.softmax", "scipy.special.softmax"),
+    )
+)
 
 # --- q01_masked_attention ----------------------------------------------------------------------
 
@@ -245,8 +305,11 @@ def _attention_cases(rng):
     always visible.
     """
     cases = []
-    for n_q, n_k, d_k, d_v, kind in [(2, 5, 4, 3, "random"), (3, 3, 4, 6, "causal"),
-                                     (5, 5, 8, 2, "causal")]:
+    for n_q, n_k, d_k, d_v, kind in [
+        (2, 5, 4, 3, "random"),
+        (3, 3, 4, 6, "causal"),
+        (5, 5, 8, 2, "causal"),
+    ]:
         q = rng.normal(size=(n_q, d_k))
         k = rng.normal(size=(n_k, d_k))
         v = rng.normal(size=(n_k, d_v))
@@ -296,11 +359,14 @@ def _scaled_by(width):
     def wrong(q, k, v, mask):
         w = _stable_softmax(np.where(mask, _scores(q, k, width(q, k, v)), -np.inf))
         return w @ v, w
+
     return wrong
 
 
-SQRT_N_HINT = ("You scaled by the square root of the number of tokens (q.shape[0] or k.shape[0]). "
-               "Divide by sqrt(d_k), the width of a query: q.shape[-1].")
+SQRT_N_HINT = (
+    "You scaled by the square root of the number of tokens (q.shape[0] or k.shape[0]). "
+    "Divide by sqrt(d_k), the width of a query: q.shape[-1]."
+)
 
 
 def _swapped_tuple(q, k, v, mask):
@@ -308,57 +374,79 @@ def _swapped_tuple(q, k, v, mask):
     return w, out
 
 
-register(Question(
-    grade_id="q01_masked_attention",
-    assignment=ASSIGNMENT,
-    points=4,
-    kind="function",
-    prompt="Implement masked_attention(q, k, v, mask) for one head: q (n_q, d_k), k (n_k, d_k), "
-           "v (n_k, d_v), mask boolean (n_q, n_k) with True = may attend. Return "
-           "(output (n_q, d_v), weights (n_q, n_k)).",
-    reference=_attention_reference,
-    cases=_attention_cases,
-    mistakes=(
-        Mistake("masked after softmax", _masked_after_softmax, MASK_AFTER_SOFTMAX_HINT),
-        Mistake("masked with 0", _masked_with_zero,
+register(
+    Question(
+        grade_id="q01_masked_attention",
+        assignment=ASSIGNMENT,
+        points=4,
+        kind="function",
+        prompt="Implement masked_attention(q, k, v, mask) for one head: q (n_q, d_k), k (n_k, d_k), "
+        "v (n_k, d_v), mask boolean (n_q, n_k) with True = may attend. Return "
+        "(output (n_q, d_v), weights (n_q, n_k)).",
+        reference=_attention_reference,
+        cases=_attention_cases,
+        mistakes=(
+            Mistake("masked after softmax", _masked_after_softmax, MASK_AFTER_SOFTMAX_HINT),
+            Mistake(
+                "masked with 0",
+                _masked_with_zero,
                 "You replaced blocked scores with 0, and exp(0) = 1, so blocked keys still get weight. "
-                "Use -np.inf: exp(-inf) = 0."),
-        Mistake("float mask added", _float_mask_added,
+                "Use -np.inf: exp(-inf) = 0.",
+            ),
+            Mistake(
+                "float mask added",
+                _float_mask_added,
                 "You added the 0/1 mask to the scores. Adding 0 or 1 only shifts scores a little and "
-                "blocks nothing; use the boolean mask to put -inf where it is False."),
-        Mistake("mask inverted", _mask_inverted, MASK_POLARITY_HINT),
-        Mistake("mask ignored", _mask_ignored,
+                "blocks nothing; use the boolean mask to put -inf where it is False.",
+            ),
+            Mistake("mask inverted", _mask_inverted, MASK_POLARITY_HINT),
+            Mistake(
+                "mask ignored",
+                _mask_ignored,
                 "Your weights are not 0 on the blocked keys: the mask was not applied. Put -inf "
-                "where the mask is False, before the softmax."),
-        Mistake("softmax over queries", _query_axis, QUERY_AXIS_HINT),
-        Mistake("scaled by sqrt(d_v)", _scaled_by(lambda q, k, v: v.shape[-1]),
+                "where the mask is False, before the softmax.",
+            ),
+            Mistake("softmax over queries", _query_axis, QUERY_AXIS_HINT),
+            Mistake(
+                "scaled by sqrt(d_v)",
+                _scaled_by(lambda q, k, v: v.shape[-1]),
                 "You scaled by sqrt(d_v), the width of the values. The scores are dot products of "
-                "d_k-wide queries and keys: divide by sqrt(q.shape[-1])."),
-        Mistake("scaled by sqrt(n_k)", _scaled_by(lambda q, k, v: k.shape[0]),
-                SQRT_N_HINT),
-        Mistake("scaled by sqrt(n_q)", _scaled_by(lambda q, k, v: q.shape[0]),
-                SQRT_N_HINT),
-        Mistake("not scaled", _scaled_by(lambda q, k, v: 1.0),
-                "You forgot the scale: divide the scores by sqrt(d_k) before masking."),
-        Mistake("(weights, output)", _swapped_tuple,
+                "d_k-wide queries and keys: divide by sqrt(q.shape[-1]).",
+            ),
+            Mistake("scaled by sqrt(n_k)", _scaled_by(lambda q, k, v: k.shape[0]), SQRT_N_HINT),
+            Mistake("scaled by sqrt(n_q)", _scaled_by(lambda q, k, v: q.shape[0]), SQRT_N_HINT),
+            Mistake(
+                "not scaled",
+                _scaled_by(lambda q, k, v: 1.0),
+                "You forgot the scale: divide the scores by sqrt(d_k) before masking.",
+            ),
+            Mistake(
+                "(weights, output)",
+                _swapped_tuple,
                 "You returned (weights, output); the question asks for (output, weights), in that "
-                "order."),
-    ),
-    hint="scores = q @ k.T / sqrt(d_k); put -inf where mask is False; softmax over the last axis "
-         "(subtract the row max first); output = weights @ v. Return (output, weights).",
-    forbidden=("mha_helpers.attention.scaled_dot_product_attention",
-               "mha_helpers.heads.multi_head_attention",
-               "mha_helpers.heads.grouped_query_attention"),
-))
+                "order.",
+            ),
+        ),
+        hint="scores = q @ k.T / sqrt(d_k); put -inf where mask is False; softmax over the last axis "
+        "(subtract the row max first); output = weights @ v. Return (output, weights).",
+        forbidden=(
+            "mha_helpers.attention.scaled_dot_product_attention",
+            "mha_helpers.heads.multi_head_attention",
+            "mha_helpers.heads.grouped_query_attention",
+        ),
+    )
+)
 
 # --- q01_one_opinion (written) -----------------------------------------------------------------
 
-register(Question(
-    grade_id="q01_one_opinion",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="manual",
-    prompt="In two or three sentences: the token 'sat' needs both who sat ('cat') and where "
-           "('mat'). Why can one attention head not deliver both at full strength, and what would "
-           "two heads change?",
-))
+register(
+    Question(
+        grade_id="q01_one_opinion",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="manual",
+        prompt="In two or three sentences: the token 'sat' needs both who sat ('cat') and where "
+        "('mat'). Why can one attention head not deliver both at full strength, and what would "
+        "two heads change?",
+    )
+)

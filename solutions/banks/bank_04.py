@@ -49,8 +49,11 @@ def _params_no_biases(d_model, num_heads, num_kv_heads, bias):
 
 def _params_no_w_o(d_model, num_heads, num_kv_heads, bias):
     d_head = d_model // num_heads
-    return (_params_reference(d_model, num_heads, num_kv_heads, bias)
-            - num_heads * d_head * d_model - (d_model if bias else 0))
+    return (
+        _params_reference(d_model, num_heads, num_kv_heads, bias)
+        - num_heads * d_head * d_model
+        - (d_model if bias else 0)
+    )
 
 
 def _params_no_sharing(d_model, num_heads, num_kv_heads, bias):
@@ -66,39 +69,56 @@ def _params_four_d_biases(d_model, num_heads, num_kv_heads, bias):
     return _params_reference(d_model, num_heads, num_kv_heads, False) + (4 * d_model if bias else 0)
 
 
-register(Question(
-    grade_id="q04_params",
-    assignment=ASSIGNMENT,
-    points=3,
-    kind="function",
-    prompt="Implement count_params(d_model, num_heads, num_kv_heads, bias): the parameters of one "
-           "attention layer with num_heads query heads and num_kv_heads key/value heads of width "
-           "d_model // num_heads, with or without bias vectors.",
-    reference=_params_reference,
-    cases=_params_cases,
-    mistakes=(
-        Mistake("no biases", _params_no_biases,
+register(
+    Question(
+        grade_id="q04_params",
+        assignment=ASSIGNMENT,
+        points=3,
+        kind="function",
+        prompt="Implement count_params(d_model, num_heads, num_kv_heads, bias): the parameters of one "
+        "attention layer with num_heads query heads and num_kv_heads key/value heads of width "
+        "d_model // num_heads, with or without bias vectors.",
+        reference=_params_reference,
+        cases=_params_cases,
+        mistakes=(
+            Mistake(
+                "no biases",
+                _params_no_biases,
                 "You left out the bias vectors. When bias is True, each of the four projections "
                 "has one bias per output feature: h*d_head for Q, g*d_head for K and for V, and "
-                "d_model for W_O."),
-        Mistake("no W_O", _params_no_w_o,
+                "d_model for W_O.",
+            ),
+            Mistake(
+                "no W_O",
+                _params_no_w_o,
                 "You counted Q, K and V but not the output projection W_O, (h*d_head, d_model), "
-                "and its bias."),
-        Mistake("no sharing", _params_no_sharing,
+                "and its bias.",
+            ),
+            Mistake(
+                "no sharing",
+                _params_no_sharing,
                 "You gave K and V one head per query head. With num_kv_heads KV heads, W_K and "
-                "W_V are (d_model, num_kv_heads * d_head)."),
-        Mistake("per-head square matrices", _params_per_head_square,
+                "W_V are (d_model, num_kv_heads * d_head).",
+            ),
+            Mistake(
+                "per-head square matrices",
+                _params_per_head_square,
                 "You gave each head its own d_head x d_head matrices. A head's projections map "
                 "all d_model input features to its d_head outputs: its slice of W_Q is "
-                "(d_model, d_head)."),
-        Mistake("4 d biases", _params_four_d_biases,
+                "(d_model, d_head).",
+            ),
+            Mistake(
+                "4 d biases",
+                _params_four_d_biases,
                 "Your weights are right, but the bias count 4*d_model only holds for standard "
-                "MHA. K's and V's biases have g*d_head entries each."),
-    ),
-    hint="Weights: W_Q (d_model, h*d_head), W_K and W_V (d_model, g*d_head), W_O (h*d_head, "
-         "d_model); biases: one per output feature of each.",
-    forbidden=("mha_helpers.cost.attention_params",),
-))
+                "MHA. K's and V's biases have g*d_head entries each.",
+            ),
+        ),
+        hint="Weights: W_Q (d_model, h*d_head), W_K and W_V (d_model, g*d_head), W_O (h*d_head, "
+        "d_model); biases: one per output feature of each.",
+        forbidden=("mha_helpers.cost.attention_params",),
+    )
+)
 
 # --- q04_flops --------------------------------------------------------------------------------
 
@@ -138,97 +158,147 @@ def _flops_full_width_heads(n, d_model, num_heads):
     return 8 * n * d_model**2 + 4 * n**2 * d_model * num_heads
 
 
-register(Question(
-    grade_id="q04_flops",
-    assignment=ASSIGNMENT,
-    points=3,
-    kind="function",
-    prompt="Implement count_flops(n, d_model, num_heads): the forward FLOPs of one multi-head "
-           "self-attention layer over n tokens (Q, K, V projections, scores, weighted sum, "
-           "output projection; one multiply-add = 2 FLOPs; softmax not counted).",
-    reference=_flops_reference,
-    cases=_flops_cases,
-    mistakes=(
-        Mistake("multiply-add as 1 FLOP", _flops_macs,
+register(
+    Question(
+        grade_id="q04_flops",
+        assignment=ASSIGNMENT,
+        points=3,
+        kind="function",
+        prompt="Implement count_flops(n, d_model, num_heads): the forward FLOPs of one multi-head "
+        "self-attention layer over n tokens (Q, K, V projections, scores, weighted sum, "
+        "output projection; one multiply-add = 2 FLOPs; softmax not counted).",
+        reference=_flops_reference,
+        cases=_flops_cases,
+        mistakes=(
+            Mistake(
+                "multiply-add as 1 FLOP",
+                _flops_macs,
                 "Your count is exactly half: you counted multiply-adds. A product (a x b)(b x c) "
-                "is a*b*c multiply-adds, which is 2*a*b*c FLOPs (one multiply and one add)."),
-        Mistake("no n^2 terms", _flops_no_n_squared,
+                "is a*b*c multiply-adds, which is 2*a*b*c FLOPs (one multiply and one add).",
+            ),
+            Mistake(
+                "no n^2 terms",
+                _flops_no_n_squared,
                 "You counted the four projections but not the attention itself: the scores "
-                "Q K^T and the weighted sum of V cost 2 n^2 d_head per head each."),
-        Mistake("no W_O", _flops_no_w_o,
-                "You left out the output projection, (n x d_model)(d_model x d_model)."),
-        Mistake("no weighted sum", _flops_no_weighted_sum,
+                "Q K^T and the weighted sum of V cost 2 n^2 d_head per head each.",
+            ),
+            Mistake(
+                "no W_O",
+                _flops_no_w_o,
+                "You left out the output projection, (n x d_model)(d_model x d_model).",
+            ),
+            Mistake(
+                "no weighted sum",
+                _flops_no_weighted_sum,
                 "You counted the scores but not the weighted sum: weights (n x n) times V "
-                "(n x d_head), in every head, costs as much as the scores."),
-        Mistake("full-width heads", _flops_full_width_heads,
+                "(n x d_head), in every head, costs as much as the scores.",
+            ),
+            Mistake(
+                "full-width heads",
+                _flops_full_width_heads,
                 "Your n^2 terms grow with h. Each head works in d_head = d_model / h dimensions, "
-                "so h heads together cost 2 n^2 d_model for the scores, not h times that."),
-    ),
-    hint="Add up the matrix products: three projections, scores and weighted sum in every head "
-         "(each head has width d_model / h), and W_O; each (a x b)(b x c) product is 2abc FLOPs.",
-    forbidden=("mha_helpers.cost.attention_flops",),
-))
+                "so h heads together cost 2 n^2 d_model for the scores, not h times that.",
+            ),
+        ),
+        hint="Add up the matrix products: three projections, scores and weighted sum in every head "
+        "(each head has width d_model / h), and W_O; each (a x b)(b x c) product is 2abc FLOPs.",
+        forbidden=("mha_helpers.cost.attention_flops",),
+    )
+)
 
 # --- q04_changes_with_h -----------------------------------------------------------------------
 
-register(Question(
-    grade_id="q04_changes_with_h",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="value",
-    prompt="At fixed d_model and n, h doubles. Does each change: (parameters, matrix-product "
-           "FLOPs, number of attention weights, d_head)? A tuple of four True/False.",
-    expected=(False, False, True, True),
-    mistakes=(
-        Mistake("weights fixed", (False, False, False, True),
+register(
+    Question(
+        grade_id="q04_changes_with_h",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="value",
+        prompt="At fixed d_model and n, h doubles. Does each change: (parameters, matrix-product "
+        "FLOPs, number of attention weights, d_head)? A tuple of four True/False.",
+        expected=(False, False, True, True),
+        mistakes=(
+            Mistake(
+                "weights fixed",
+                (False, False, False, True),
                 "Every head computes its own n x n matrix of attention weights: there are "
-                "h * n^2 of them, so they double with h."),
-        Mistake("everything changes", (True, True, True, True),
+                "h * n^2 of them, so they double with h.",
+            ),
+            Mistake(
+                "everything changes",
+                (True, True, True, True),
                 "Parameters and FLOPs do not depend on h: the heads are slices of the same four "
-                "d_model x d_model matrices, and each head does 1/h of the work."),
-        Mistake("parameters change", (True, False, True, True),
-                "The parameters do not depend on h: 4 d_model^2 + 4 d_model for any h."),
-        Mistake("FLOPs change", (False, True, True, True),
+                "d_model x d_model matrices, and each head does 1/h of the work.",
+            ),
+            Mistake(
+                "parameters change",
+                (True, False, True, True),
+                "The parameters do not depend on h: 4 d_model^2 + 4 d_model for any h.",
+            ),
+            Mistake(
+                "FLOPs change",
+                (False, True, True, True),
                 "The matrix-product FLOPs do not depend on h: 8 n d^2 + 4 n^2 d for any h. What "
-                "can change is the measured time, which is not the same thing."),
-        Mistake("d_head fixed", (False, False, True, False),
-                "d_head = d_model / h: doubling h halves each head's width."),
-    ),
-    hint="Use attention_params and attention_flops for two values of h, and remember that "
-         "every head has its own n x n attention matrix.",
-))
+                "can change is the measured time, which is not the same thing.",
+            ),
+            Mistake(
+                "d_head fixed",
+                (False, False, True, False),
+                "d_head = d_model / h: doubling h halves each head's width.",
+            ),
+        ),
+        hint="Use attention_params and attention_flops for two values of h, and remember that "
+        "every head has its own n x n attention matrix.",
+    )
+)
 
 # --- q04_weight_entries -----------------------------------------------------------------------
 
-register(Question(
-    grade_id="q04_weight_entries",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="value",
-    prompt="GPT-2 small (12 heads, d_model 768) processes one sequence of 1024 tokens. How many "
-           "attention weights does one layer compute (all heads)?",
-    expected=12 * 1024**2,
-    mistakes=(
-        Mistake("one head", 1024**2,
-                "That is one head's n x n matrix. Each of the 12 heads has its own."),
-        Mistake("width instead of heads", 768 * 1024**2,
-                "You multiplied by d_model. The number of n x n matrices is the number of heads."),
-        Mistake("bytes", 4 * 12 * 1024**2,
-                "That looks like bytes in fp32. The question asks for the number of weights."),
-        Mistake("n times d_model", 1024 * 768,
+register(
+    Question(
+        grade_id="q04_weight_entries",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="value",
+        prompt="GPT-2 small (12 heads, d_model 768) processes one sequence of 1024 tokens. How many "
+        "attention weights does one layer compute (all heads)?",
+        expected=12 * 1024**2,
+        mistakes=(
+            Mistake(
+                "one head",
+                1024**2,
+                "That is one head's n x n matrix. Each of the 12 heads has its own.",
+            ),
+            Mistake(
+                "width instead of heads",
+                768 * 1024**2,
+                "You multiplied by d_model. The number of n x n matrices is the number of heads.",
+            ),
+            Mistake(
+                "bytes",
+                4 * 12 * 1024**2,
+                "That looks like bytes in fp32. The question asks for the number of weights.",
+            ),
+            Mistake(
+                "n times d_model",
+                1024 * 768,
                 "n x d_model is the size of the layer's input and output, not of its attention "
-                "weights: each head compares every query with every key."),
-    ),
-    hint="Each head compares every one of the n queries with every one of the n keys.",
-))
+                "weights: each head compares every query with every key.",
+            ),
+        ),
+        hint="Each head compares every one of the n queries with every one of the n keys.",
+    )
+)
 
 # --- q04_explain (manual) ---------------------------------------------------------------------
 
-register(Question(
-    grade_id="q04_explain",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="manual",
-    prompt="The lesson measured multi_head_attention for h = 1 ... 128 at fixed d_model: the "
-           "FLOP count is constant, but the time need not be. Give two reasons.",
-))
+register(
+    Question(
+        grade_id="q04_explain",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="manual",
+        prompt="The lesson measured multi_head_attention for h = 1 ... 128 at fixed d_model: the "
+        "FLOP count is constant, but the time need not be. Give two reasons.",
+    )
+)

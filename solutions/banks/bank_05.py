@@ -36,8 +36,9 @@ def _attend(q, k, v, scale):
     return w @ v  # (h, n, d_head)
 
 
-def _gqa_generic(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, order="repeat", scale=None,
-                 project=True):
+def _gqa_generic(
+    x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, order="repeat", scale=None, project=True
+):
     x, w_q, w_k, w_v, w_o = (np.asarray(a, dtype=float) for a in (x, w_q, w_k, w_v, w_o))
     n, d_model = x.shape
     d_head = d_model // num_heads
@@ -61,8 +62,14 @@ def _gqa_reference(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
 def _gqa_cases(rng):
     """(x, w_q, w_k, w_v, w_o, h, g): GQA with groups of 2 and 3, MQA, and MHA."""
     cases = []
-    for n, d_model, h, g in [(3, 8, 4, 2), (5, 12, 6, 2), (4, 12, 6, 3), (3, 8, 4, 1),
-                             (int(rng.integers(2, 6)), 16, 8, 4), (4, 6, 3, 3)]:
+    for n, d_model, h, g in [
+        (3, 8, 4, 2),
+        (5, 12, 6, 2),
+        (4, 12, 6, 3),
+        (3, 8, 4, 1),
+        (int(rng.integers(2, 6)), 16, 8, 4),
+        (4, 6, 3, 3),
+    ]:
         d_head = d_model // h
         x = rng.normal(size=(n, d_model))  # (n, d_model)
         w_q = rng.normal(size=(d_model, d_model)) / np.sqrt(d_model)
@@ -90,35 +97,51 @@ def _gqa_no_projection(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     return _gqa_generic(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, project=False)
 
 
-register(Question(
-    grade_id="q05_gqa",
-    assignment=ASSIGNMENT,
-    points=4,
-    kind="function",
-    prompt="Implement gqa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads): grouped-query "
-           "self-attention of x (n, d_model), where w_k and w_v are (d_model, num_kv_heads * "
-           "d_head) and query head i reads KV head i // (num_heads // num_kv_heads).",
-    reference=_gqa_reference,
-    cases=_gqa_cases,
-    mistakes=(
-        Mistake("tile", _gqa_tiled,
+register(
+    Question(
+        grade_id="q05_gqa",
+        assignment=ASSIGNMENT,
+        points=4,
+        kind="function",
+        prompt="Implement gqa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads): grouped-query "
+        "self-attention of x (n, d_model), where w_k and w_v are (d_model, num_kv_heads * "
+        "d_head) and query head i reads KV head i // (num_heads // num_kv_heads).",
+        reference=_gqa_reference,
+        cases=_gqa_cases,
+        mistakes=(
+            Mistake(
+                "tile",
+                _gqa_tiled,
                 "Right shape, wrong pairing: you tiled the KV heads (0, 1, 0, 1, ...). Each KV "
                 "head serves a block of consecutive query heads, so repeat it: "
-                "np.repeat(k_heads, num_heads // num_kv_heads, axis=0) gives 0, 0, 1, 1, ..."),
-        Mistake("scale sqrt(d_model)", _gqa_sqrt_d_model,
+                "np.repeat(k_heads, num_heads // num_kv_heads, axis=0) gives 0, 0, 1, 1, ...",
+            ),
+            Mistake(
+                "scale sqrt(d_model)",
+                _gqa_sqrt_d_model,
                 "You scaled the scores by 1/sqrt(d_model). Each head's dot products have d_head "
-                "terms: scale by 1/sqrt(d_head)."),
-        Mistake("no scale", _gqa_no_scale,
-                "You did not scale the scores: divide Q K^T by sqrt(d_head) before the softmax."),
-        Mistake("no output projection", _gqa_no_projection,
-                "You concatenated the heads but did not multiply by w_o."),
-    ),
-    hint="Project, split Q into num_heads heads and K, V into num_kv_heads heads, repeat each KV "
-         "head for its group (np.repeat, axis 0), attend per head with scale 1/sqrt(d_head), "
-         "merge the heads and multiply by w_o.",
-    forbidden=("mha_helpers.heads.grouped_query_attention",
-               "mha_helpers.heads.multi_head_attention"),
-))
+                "terms: scale by 1/sqrt(d_head).",
+            ),
+            Mistake(
+                "no scale",
+                _gqa_no_scale,
+                "You did not scale the scores: divide Q K^T by sqrt(d_head) before the softmax.",
+            ),
+            Mistake(
+                "no output projection",
+                _gqa_no_projection,
+                "You concatenated the heads but did not multiply by w_o.",
+            ),
+        ),
+        hint="Project, split Q into num_heads heads and K, V into num_kv_heads heads, repeat each KV "
+        "head for its group (np.repeat, axis 0), attend per head with scale 1/sqrt(d_head), "
+        "merge the heads and multiply by w_o.",
+        forbidden=(
+            "mha_helpers.heads.grouped_query_attention",
+            "mha_helpers.heads.multi_head_attention",
+        ),
+    )
+)
 
 # --- q05_mean_pool ----------------------------------------------------------------------------
 
@@ -134,8 +157,14 @@ def _pool_reference(w, num_heads, num_kv_heads):
 def _pool_cases(rng):
     """(w, h, g) with groups of 2, 3 and 4; one case has d_model != h * d_head."""
     cases = []
-    for d_model, h, d_head, g in [(8, 4, 2, 2), (12, 6, 2, 2), (10, 8, 3, 2), (16, 8, 2, 4),
-                                  (8, 4, 2, 1), (int(rng.integers(4, 9)), 6, 3, 3)]:
+    for d_model, h, d_head, g in [
+        (8, 4, 2, 2),
+        (12, 6, 2, 2),
+        (10, 8, 3, 2),
+        (16, 8, 2, 4),
+        (8, 4, 2, 1),
+        (int(rng.integers(4, 9)), 6, 3, 3),
+    ]:
         cases.append((rng.normal(size=(d_model, h * d_head)), h, g))
     return cases
 
@@ -165,39 +194,55 @@ def _pool_rows(w, num_heads, num_kv_heads):
     return w.reshape(w.shape[0], num_heads, -1).mean(axis=1)  # one head's width, all heads mixed
 
 
-register(Question(
-    grade_id="q05_mean_pool",
-    assignment=ASSIGNMENT,
-    points=3,
-    kind="function",
-    prompt="Implement mean_pool_kv(w, num_heads, num_kv_heads): from an MHA key (or value) "
-           "projection w of shape (d_model, num_heads * d_head), build the GQA one, (d_model, "
-           "num_kv_heads * d_head), whose KV head j is the mean of the heads of group j.",
-    reference=_pool_reference,
-    cases=_pool_cases,
-    mistakes=(
-        Mistake("strided groups", _pool_strided,
+register(
+    Question(
+        grade_id="q05_mean_pool",
+        assignment=ASSIGNMENT,
+        points=3,
+        kind="function",
+        prompt="Implement mean_pool_kv(w, num_heads, num_kv_heads): from an MHA key (or value) "
+        "projection w of shape (d_model, num_heads * d_head), build the GQA one, (d_model, "
+        "num_kv_heads * d_head), whose KV head j is the mean of the heads of group j.",
+        reference=_pool_reference,
+        cases=_pool_cases,
+        mistakes=(
+            Mistake(
+                "strided groups",
+                _pool_strided,
                 "You averaged heads j, j + g, j + 2g, ... (a tiled grouping). Group j is the "
                 "consecutive heads j*group ... (j+1)*group - 1: reshape the columns to "
-                "(d_model, num_kv_heads, group, d_head) and average over the group axis."),
-        Mistake("sum", _pool_sum,
+                "(d_model, num_kv_heads, group, d_head) and average over the group axis.",
+            ),
+            Mistake(
+                "sum",
+                _pool_sum,
                 "You added the heads of each group. Mean-pooling divides by the group size, so a "
-                "KV head stays on the scale of the heads it replaces."),
-        Mistake("first head", _pool_first_head,
+                "KV head stays on the scale of the heads it replaces.",
+            ),
+            Mistake(
+                "first head",
+                _pool_first_head,
                 "You kept the first head of each group. The conversion averages all heads of the "
-                "group, so every head contributes."),
-        Mistake("all heads into one", _pool_rows,
+                "group, so every head contributes.",
+            ),
+            Mistake(
+                "all heads into one",
+                _pool_rows,
                 "You averaged all heads into one. Average within each group, keeping "
-                "num_kv_heads heads."),
-    ),
-    hint="Head k owns columns k*d_head ... (k+1)*d_head - 1, and group j is heads j*group ... "
-         "(j+1)*group - 1: reshape to (d_model, num_kv_heads, group, d_head), mean over axis 2.",
-))
+                "num_kv_heads heads.",
+            ),
+        ),
+        hint="Head k owns columns k*d_head ... (k+1)*d_head - 1, and group j is heads j*group ... "
+        "(j+1)*group - 1: reshape to (d_model, num_kv_heads, group, d_head), mean over axis 2.",
+    )
+)
 
 # --- q05_cache_bytes --------------------------------------------------------------------------
 
 
-def _cache_reference(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+def _cache_reference(
+    num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+):
     # num_heads (query heads) is given on purpose: the cache does not depend on it.
     return 2 * num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
 
@@ -216,8 +261,15 @@ def _cache_cases(rng):
         (32, 32, 8, 128, 2048, 4, 2),  # Llama 3 8B's shape in fp32, two sequences
         (80, 64, 8, 128, 4096, 2, 1),  # Llama 2 70B, fp16: 1.25 GiB
         (32, 71, 1, 64, 2048, 2, 3),  # Falcon-7B (MQA), three sequences
-        (int(rng.integers(2, 40)), 16, int(rng.choice([1, 2, 8])), 64, int(rng.integers(10, 5000)),
-         2, int(rng.integers(2, 9))),
+        (
+            int(rng.integers(2, 40)),
+            16,
+            int(rng.choice([1, 2, 8])),
+            64,
+            int(rng.integers(10, 5000)),
+            2,
+            int(rng.integers(2, 9)),
+        ),
     ]
 
 
@@ -225,7 +277,9 @@ def _cache_no_two(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_pe
     return num_layers * num_kv_heads * d_head * bytes_per_element * seq_len * batch
 
 
-def _cache_no_layers(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+def _cache_no_layers(
+    num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+):
     return 2 * num_kv_heads * d_head * bytes_per_element * seq_len * batch
 
 
@@ -237,76 +291,110 @@ def _cache_elements(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_
     return 2 * num_layers * num_kv_heads * d_head * seq_len * batch
 
 
-def _cache_two_bytes(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+def _cache_two_bytes(
+    num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+):
     return 2 * num_layers * num_kv_heads * d_head * 2 * seq_len * batch
 
 
-def _cache_query_heads(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+def _cache_query_heads(
+    num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+):
     return 2 * num_layers * num_heads * d_head * bytes_per_element * seq_len * batch
 
 
-def _cache_group_size(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+def _cache_group_size(
+    num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+):
     group = num_heads // num_kv_heads
     return 2 * num_layers * group * d_head * bytes_per_element * seq_len * batch
 
 
-register(Question(
-    grade_id="q05_cache_bytes",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="function",
-    prompt="Implement cache_bytes(num_layers, num_heads, num_kv_heads, d_head, seq_len, "
-           "bytes_per_element, batch): the bytes of the KV cache for batch sequences of seq_len "
-           "tokens, in a decoder whose num_heads query heads share num_kv_heads key/value heads.",
-    reference=_cache_reference,
-    cases=_cache_cases,
-    mistakes=(
-        Mistake("K only", _cache_no_two,
-                "Exactly half: the cache stores keys and values, so count both (a factor of 2)."),
-        Mistake("one layer", _cache_no_layers,
-                "You counted one layer. Every layer keeps its own keys and values."),
-        Mistake("one sequence", _cache_no_batch,
-                "You counted one sequence. Every sequence in the batch has its own cache."),
-        Mistake("numbers, not bytes", _cache_elements,
-                "You counted numbers, not bytes: multiply by bytes_per_element."),
-        Mistake("hard-coded 2 bytes", _cache_two_bytes,
+register(
+    Question(
+        grade_id="q05_cache_bytes",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="function",
+        prompt="Implement cache_bytes(num_layers, num_heads, num_kv_heads, d_head, seq_len, "
+        "bytes_per_element, batch): the bytes of the KV cache for batch sequences of seq_len "
+        "tokens, in a decoder whose num_heads query heads share num_kv_heads key/value heads.",
+        reference=_cache_reference,
+        cases=_cache_cases,
+        mistakes=(
+            Mistake(
+                "K only",
+                _cache_no_two,
+                "Exactly half: the cache stores keys and values, so count both (a factor of 2).",
+            ),
+            Mistake(
+                "one layer",
+                _cache_no_layers,
+                "You counted one layer. Every layer keeps its own keys and values.",
+            ),
+            Mistake(
+                "one sequence",
+                _cache_no_batch,
+                "You counted one sequence. Every sequence in the batch has its own cache.",
+            ),
+            Mistake(
+                "numbers, not bytes",
+                _cache_elements,
+                "You counted numbers, not bytes: multiply by bytes_per_element.",
+            ),
+            Mistake(
+                "hard-coded 2 bytes",
+                _cache_two_bytes,
                 "You used 2 bytes per number whatever bytes_per_element says. fp16 has 2, but "
-                "fp32 has 4 and an 8-bit cache 1: multiply by the bytes_per_element argument."),
-        Mistake("query heads", _cache_query_heads,
+                "fp32 has 4 and an 8-bit cache 1: multiply by the bytes_per_element argument.",
+            ),
+            Mistake(
+                "query heads",
+                _cache_query_heads,
                 "You counted one K and one V head per query head. The cache holds the "
-                "num_kv_heads shared heads only; the number of query heads does not appear."),
-        Mistake("group size", _cache_group_size,
+                "num_kv_heads shared heads only; the number of query heads does not appear.",
+            ),
+            Mistake(
+                "group size",
+                _cache_group_size,
                 "You used the group size, num_heads // num_kv_heads (query heads per KV head), "
-                "where the number of KV heads belongs. The cache holds num_kv_heads heads."),
-    ),
-    hint="Per token and layer the cache holds num_kv_heads * d_head numbers for K and as many for "
-         "V; multiply by layers, tokens, sequences and bytes_per_element.",
-    forbidden=("mha_helpers.cost.kv_cache_bytes",),
-))
+                "where the number of KV heads belongs. The cache holds num_kv_heads heads.",
+            ),
+        ),
+        hint="Per token and layer the cache holds num_kv_heads * d_head numbers for K and as many for "
+        "V; multiply by layers, tokens, sequences and bytes_per_element.",
+        forbidden=("mha_helpers.cost.kv_cache_bytes",),
+    )
+)
 
 # --- q05_max_batch ----------------------------------------------------------------------------
 
-register(Question(
-    grade_id="q05_max_batch",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="value",
-    prompt="Llama 2 70B (80 layers, 8 KV heads of width 128) in fp16: how many sequences of 4096 "
-           "tokens fit in a KV-cache budget of 40 GiB (40 * 2**30 bytes)? A whole number.",
-    expected=32,
-    mistakes=(
-        Mistake("MHA", 4,
+register(
+    Question(
+        grade_id="q05_max_batch",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="value",
+        prompt="Llama 2 70B (80 layers, 8 KV heads of width 128) in fp16: how many sequences of 4096 "
+        "tokens fit in a KV-cache budget of 40 GiB (40 * 2**30 bytes)? A whole number.",
+        expected=32,
+        mistakes=(
+            Mistake(
+                "MHA",
+                4,
                 "That is the answer with 64 KV heads, one per query head. Llama 2 70B shares "
-                "8 KV heads among its 64 query heads."),
-        Mistake("K only", 64,
-                "Twice too many: the cache holds both keys and values."),
-        Mistake("fp32", 16,
-                "That is for 4-byte numbers. fp16 uses 2 bytes per number."),
-        Mistake("GB", 29,
-                "That is for 40 GB = 40 * 10**9 bytes. The budget is 40 GiB = 40 * 2**30 bytes."),
-        Mistake("one layer", 2560,
-                "Every one of the 80 layers keeps its own cache."),
-    ),
-    hint="One sequence needs 2 * 80 * 8 * 128 * 2 * 4096 bytes; divide the budget by that and "
-         "round down.",
-))
+                "8 KV heads among its 64 query heads.",
+            ),
+            Mistake("K only", 64, "Twice too many: the cache holds both keys and values."),
+            Mistake("fp32", 16, "That is for 4-byte numbers. fp16 uses 2 bytes per number."),
+            Mistake(
+                "GB",
+                29,
+                "That is for 40 GB = 40 * 10**9 bytes. The budget is 40 GiB = 40 * 2**30 bytes.",
+            ),
+            Mistake("one layer", 2560, "Every one of the 80 layers keeps its own cache."),
+        ),
+        hint="One sequence needs 2 * 80 * 8 * 128 * 2 * 4096 bytes; divide the budget by that and "
+        "round down.",
+    )
+)

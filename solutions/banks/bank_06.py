@@ -39,8 +39,14 @@ def _head_backward_cases(rng):
     """n, d_k and d_v differ in every case, so a transposed or mis-scaled product shows."""
     cases = []
     for n, d_k, d_v in [(4, 3, 2), (5, 2, 6), (3, 4, 5)]:
-        cases.append((rng.normal(size=(n, d_k)), rng.normal(size=(n, d_k)),
-                      rng.normal(size=(n, d_v)), rng.normal(size=(n, d_v))))
+        cases.append(
+            (
+                rng.normal(size=(n, d_k)),
+                rng.normal(size=(n, d_k)),
+                rng.normal(size=(n, d_v)),
+                rng.normal(size=(n, d_v)),
+            )
+        )
     return cases
 
 
@@ -57,8 +63,9 @@ def _weights(q, k, mask="before"):
     return np.where(allowed, w, 0.0) if mask == "after" else w
 
 
-def _backward_variant(q, k, v, d_out, *, row_sum=True, scale=True, mask="before", dv_t=True,
-                      dk_t=True):
+def _backward_variant(
+    q, k, v, d_out, *, row_sum=True, scale=True, mask="before", dv_t=True, dk_t=True
+):
     w = _weights(q, k, mask)  # (n, n)
     d_w = d_out @ v.T  # (n, n)
     d_v = w.T @ d_out if dv_t else w @ d_out  # (n, d_v)
@@ -70,45 +77,68 @@ def _backward_variant(q, k, v, d_out, *, row_sum=True, scale=True, mask="before"
     return d_q, d_k, d_v
 
 
-register(Question(
-    grade_id="q06_head_backward",
-    assignment=ASSIGNMENT,
-    points=4,
-    kind="function",
-    prompt="Implement head_backward(q, k, v, d_out) for one causal head, out = softmax(mask(q k^T / "
-           "sqrt(d_k))) v: return (d_q, d_k, d_v), the gradients of sum(out * d_out).",
-    reference=_head_backward_reference,
-    cases=_head_backward_cases,
-    mistakes=(
-        Mistake("softmax without the row sum",
+register(
+    Question(
+        grade_id="q06_head_backward",
+        assignment=ASSIGNMENT,
+        points=4,
+        kind="function",
+        prompt="Implement head_backward(q, k, v, d_out) for one causal head, out = softmax(mask(q k^T / "
+        "sqrt(d_k))) v: return (d_q, d_k, d_v), the gradients of sum(out * d_out).",
+        reference=_head_backward_reference,
+        cases=_head_backward_cases,
+        mistakes=(
+            Mistake(
+                "softmax without the row sum",
                 lambda q, k, v, d: _backward_variant(q, k, v, d, row_sum=False),
                 "d_v is right but d_q and d_k are not: through the softmax, d_scores = weights * "
                 "(d_weights - row sum of d_weights * weights). Each weight depends on every score "
-                "in its row, so the row-sum term is needed."),
-        Mistake("not scaled", lambda q, k, v, d: _backward_variant(q, k, v, d, scale=False),
+                "in its row, so the row-sum term is needed.",
+            ),
+            Mistake(
+                "not scaled",
+                lambda q, k, v, d: _backward_variant(q, k, v, d, scale=False),
                 "The scores were divided by sqrt(d_k) in the forward pass, so d_scores must be "
-                "divided by sqrt(d_k) too before computing d_q and d_k."),
-        Mistake("no causal mask", lambda q, k, v, d: _backward_variant(q, k, v, d, mask="none"),
+                "divided by sqrt(d_k) too before computing d_q and d_k.",
+            ),
+            Mistake(
+                "no causal mask",
+                lambda q, k, v, d: _backward_variant(q, k, v, d, mask="none"),
                 "Recompute the weights exactly as the forward pass did: with the causal mask "
-                "(-inf above the diagonal before the softmax)."),
-        Mistake("mask after the softmax", lambda q, k, v, d: _backward_variant(q, k, v, d, mask="after"),
+                "(-inf above the diagonal before the softmax).",
+            ),
+            Mistake(
+                "mask after the softmax",
+                lambda q, k, v, d: _backward_variant(q, k, v, d, mask="after"),
                 "You masked after the softmax: zeroing the future weights of a row that was "
                 "normalised over all keys leaves rows that no longer sum to 1. Put -inf in the "
                 "blocked scores before the softmax, then each row's weights over the allowed keys "
-                "sum to 1."),
-        Mistake("d_v not transposed", lambda q, k, v, d: _backward_variant(q, k, v, d, dv_t=False),
+                "sum to 1.",
+            ),
+            Mistake(
+                "d_v not transposed",
+                lambda q, k, v, d: _backward_variant(q, k, v, d, dv_t=False),
                 "out = weights @ v, so d_v = weights.T @ d_out (key j collects from every query "
-                "that attended to it), not weights @ d_out."),
-        Mistake("d_k not transposed", lambda q, k, v, d: _backward_variant(q, k, v, d, dk_t=False),
+                "that attended to it), not weights @ d_out.",
+            ),
+            Mistake(
+                "d_k not transposed",
+                lambda q, k, v, d: _backward_variant(q, k, v, d, dk_t=False),
                 "scores = q @ k.T, so d_k = d_scores.T @ q (rows of d_scores are queries), not "
-                "d_scores @ q."),
-    ),
-    hint="Recompute the weights, then go backward: d_weights = d_out @ v.T, d_v = weights.T @ "
-         "d_out, d_scores = weights * (d_weights - row sums of d_weights * weights) / sqrt(d_k), "
-         "d_q = d_scores @ k, d_k = d_scores.T @ q.",
-    forbidden=("mha_helpers.backward.attention_backward", "mha_helpers.backward.softmax_backward",
-               "mha_helpers.backward.mha_backward", "mha_helpers.training.loss_and_grads"),
-))
+                "d_scores @ q.",
+            ),
+        ),
+        hint="Recompute the weights, then go backward: d_weights = d_out @ v.T, d_v = weights.T @ "
+        "d_out, d_scores = weights * (d_weights - row sums of d_weights * weights) / sqrt(d_k), "
+        "d_q = d_scores @ k, d_k = d_scores.T @ q.",
+        forbidden=(
+            "mha_helpers.backward.attention_backward",
+            "mha_helpers.backward.softmax_backward",
+            "mha_helpers.backward.mha_backward",
+            "mha_helpers.training.loss_and_grads",
+        ),
+    )
+)
 
 
 # --- q06_measure_roles ---------------------------------------------------------------------
@@ -141,39 +171,59 @@ def _roles_variant(weights, start=2, offset=1, transpose=False, total=False, swa
     return np.stack(columns[::-1] if swapped else columns, axis=1)  # (h, 2)
 
 
-register(Question(
-    grade_id="q06_measure_roles",
-    assignment=ASSIGNMENT,
-    points=3,
-    kind="function",
-    prompt="Implement measure_roles(weights): for weights (batch, h, n, n) return (h, 2), each "
-           "head's mean attention on the previous token and on the first token, over t >= 2.",
-    reference=_measure_roles_reference,
-    cases=_measure_roles_cases,
-    mistakes=(
-        Mistake("from t = 1", lambda w: _roles_variant(w, start=1),
+register(
+    Question(
+        grade_id="q06_measure_roles",
+        assignment=ASSIGNMENT,
+        points=3,
+        kind="function",
+        prompt="Implement measure_roles(weights): for weights (batch, h, n, n) return (h, 2), each "
+        "head's mean attention on the previous token and on the first token, over t >= 2.",
+        reference=_measure_roles_reference,
+        cases=_measure_roles_cases,
+        mistakes=(
+            Mistake(
+                "from t = 1",
+                lambda w: _roles_variant(w, start=1),
                 "Start at t = 2: at t = 1 the previous token *is* the first token, so that row "
-                "cannot tell the two roles apart (and it has no target in the task)."),
-        Mistake("from t = 0", lambda w: _roles_variant(w, start=0),
+                "cannot tell the two roles apart (and it has no target in the task).",
+            ),
+            Mistake(
+                "from t = 0",
+                lambda w: _roles_variant(w, start=0),
                 "Start at t = 2. Position 0 has no previous token at all (t - 1 = -1 wraps "
-                "around to the last column in NumPy)."),
-        Mistake("attention to itself", lambda w: _roles_variant(w, offset=0),
+                "around to the last column in NumPy).",
+            ),
+            Mistake(
+                "attention to itself",
+                lambda w: _roles_variant(w, offset=0),
                 "The previous token of query t is key t - 1, one column left of the diagonal: "
-                "weights[..., t, t - 1], not weights[..., t, t]."),
-        Mistake("transposed", lambda w: _roles_variant(w, transpose=True),
+                "weights[..., t, t - 1], not weights[..., t, t].",
+            ),
+            Mistake(
+                "transposed",
+                lambda w: _roles_variant(w, transpose=True),
                 "Rows of an attention matrix are queries and columns are keys: the weight query t "
-                "puts on key t - 1 is weights[..., t, t - 1]."),
-        Mistake("summed", lambda w: _roles_variant(w, total=True),
+                "puts on key t - 1 is weights[..., t, t - 1].",
+            ),
+            Mistake(
+                "summed",
+                lambda w: _roles_variant(w, total=True),
                 "Report the mean over the batch and the positions, not the sum: a score of 1 "
-                "should mean 'all of its attention, every time'."),
-        Mistake("columns swapped", lambda w: _roles_variant(w, swapped=True),
+                "should mean 'all of its attention, every time'.",
+            ),
+            Mistake(
+                "columns swapped",
+                lambda w: _roles_variant(w, swapped=True),
                 "Right numbers, swapped columns: column 0 is the previous-token score "
-                "(weights[..., t, t - 1]) and column 1 the first-token score (weights[..., t, 0])."),
-    ),
-    hint="With t = np.arange(2, n): weights[:, :, t, t - 1] and weights[:, :, t, 0] are "
-         "(batch, h, n - 2); average each over axes 0 and 2 and stack them as columns.",
-    forbidden=("mha_helpers.tasks.role_scores", "mha_helpers.tasks.head_roles"),
-))
+                "(weights[..., t, t - 1]) and column 1 the first-token score (weights[..., t, 0]).",
+            ),
+        ),
+        hint="With t = np.arange(2, n): weights[:, :, t, t - 1] and weights[:, :, t, 0] are "
+        "(batch, h, n - 2); average each over axes 0 and 2 and stack them as columns.",
+        forbidden=("mha_helpers.tasks.role_scores", "mha_helpers.tasks.head_roles"),
+    )
+)
 
 
 # --- q06_roles_seed7 -----------------------------------------------------------------------
@@ -182,22 +232,27 @@ register(Question(
 # pinned by tests/test_bank_06.py::test_seed_7_roles_match_the_exercise_bank.
 ROLES_SEED_7 = ("first", "previous")
 
-register(Question(
-    grade_id="q06_roles_seed7",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="value",
-    prompt="For the h = 2 model trained with seed 7, give the role of head 0 and of head 1 as a "
-           "tuple of 'previous' / 'first'.",
-    expected=ROLES_SEED_7,
-    mistakes=(
-        Mistake("lesson's seed 0 pattern copied", ("previous", "first"),
+register(
+    Question(
+        grade_id="q06_roles_seed7",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="value",
+        prompt="For the h = 2 model trained with seed 7, give the role of head 0 and of head 1 as a "
+        "tuple of 'previous' / 'first'.",
+        expected=ROLES_SEED_7,
+        mistakes=(
+            Mistake(
+                "lesson's seed 0 pattern copied",
+                ("previous", "first"),
                 "That is the opposite assignment. Measure this model: which head has the larger "
-                "mean attention on t - 1? Roles differ from seed to seed."),
-    ),
-    hint="Apply measure_roles to weights7 and name each head by its larger score: column 0 is "
-         "'previous', column 1 is 'first'.",
-))
+                "mean attention on t - 1? Roles differ from seed to seed.",
+            ),
+        ),
+        hint="Apply measure_roles to weights7 and name each head by its larger score: column 0 is "
+        "'previous', column 1 is 'first'.",
+    )
+)
 
 
 # --- q06_remove_head -----------------------------------------------------------------------
@@ -206,7 +261,7 @@ register(Question(
 def _remove_head_reference(w_o, head, num_heads):
     out = np.array(w_o, dtype=float)
     d_head = out.shape[0] // num_heads
-    out[head * d_head:(head + 1) * d_head] = 0.0  # the head's rows of w_o
+    out[head * d_head : (head + 1) * d_head] = 0.0  # the head's rows of w_o
     return out
 
 
@@ -225,13 +280,13 @@ def _remove_head_cases(rng):
 def _remove_columns(w_o, head, num_heads):
     out = np.array(w_o, dtype=float)
     d_head = out.shape[1] // num_heads
-    out[:, head * d_head:(head + 1) * d_head] = 0.0
+    out[:, head * d_head : (head + 1) * d_head] = 0.0
     return out
 
 
 def _remove_width_h(w_o, head, num_heads):
     out = np.array(w_o, dtype=float)
-    out[head * num_heads:(head + 1) * num_heads] = 0.0
+    out[head * num_heads : (head + 1) * num_heads] = 0.0
     return out
 
 
@@ -241,53 +296,75 @@ def _remove_interleaved(w_o, head, num_heads):
     return out
 
 
-register(Question(
-    grade_id="q06_remove_head",
-    assignment=ASSIGNMENT,
-    points=2,
-    kind="function",
-    prompt="Implement remove_head(w_o, head, num_heads): a copy of w_o (d_model, d_model) with the "
-           "rows that read head `head`'s output set to 0.",
-    reference=_remove_head_reference,
-    cases=_remove_head_cases,
-    mistakes=(
-        Mistake("columns", _remove_columns,
+register(
+    Question(
+        grade_id="q06_remove_head",
+        assignment=ASSIGNMENT,
+        points=2,
+        kind="function",
+        prompt="Implement remove_head(w_o, head, num_heads): a copy of w_o (d_model, d_model) with the "
+        "rows that read head `head`'s output set to 0.",
+        reference=_remove_head_reference,
+        cases=_remove_head_cases,
+        mistakes=(
+            Mistake(
+                "columns",
+                _remove_columns,
                 "You cleared columns. In y = concat @ w_o the concatenated head outputs meet the "
                 "*rows* of w_o: head i owns rows [i * d_head, (i + 1) * d_head). Clearing columns "
-                "removes output features, which every head writes to."),
-        Mistake("width h", _remove_width_h,
-                "The block has d_head = d_model // num_heads rows, not num_heads rows."),
-        Mistake("interleaved", _remove_interleaved,
+                "removes output features, which every head writes to.",
+            ),
+            Mistake(
+                "width h",
+                _remove_width_h,
+                "The block has d_head = d_model // num_heads rows, not num_heads rows.",
+            ),
+            Mistake(
+                "interleaved",
+                _remove_interleaved,
                 "Head i owns a contiguous block of rows, [i * d_head, (i + 1) * d_head), not every "
-                "num_heads-th row (lesson 02: reshape to (n, h, d_head), then transpose)."),
-    ),
-    hint="d_head = w_o.shape[0] // num_heads; copy w_o, then set rows head * d_head up to "
-         "(head + 1) * d_head to 0.",
-    forbidden=("mha_helpers.training.prune_head",),
-))
+                "num_heads-th row (lesson 02: reshape to (n, h, d_head), then transpose).",
+            ),
+        ),
+        hint="d_head = w_o.shape[0] // num_heads; copy w_o, then set rows head * d_head up to "
+        "(head + 1) * d_head to 0.",
+        forbidden=("mha_helpers.training.prune_head",),
+    )
+)
 
 
 # --- q06_prune_prediction ------------------------------------------------------------------
 
-register(Question(
-    grade_id="q06_prune_prediction",
-    assignment=ASSIGNMENT,
-    points=1,
-    kind="value",
-    prompt="Predict before measuring: removing ONE head of the trained two-head vote-table model "
-           "leaves an accuracy (a) about as high as with both heads, (b) about as high as the other "
-           "head's vote alone would give, (c) about chance, 1/16, (d) exactly 0.",
-    expected="b",
-    mistakes=(
-        Mistake("no change", "a",
+register(
+    Question(
+        grade_id="q06_prune_prediction",
+        assignment=ASSIGNMENT,
+        points=1,
+        kind="value",
+        prompt="Predict before measuring: removing ONE head of the trained two-head vote-table model "
+        "leaves an accuracy (a) about as high as with both heads, (b) about as high as the other "
+        "head's vote alone would give, (c) about chance, 1/16, (d) exactly 0.",
+        expected="b",
+        mistakes=(
+            Mistake(
+                "no change",
+                "a",
                 "Each head delivers one of the two votes and nothing else carries it: the first "
-                "token's vote cannot reach the readout without the head that attends to position 0."),
-        Mistake("chance", "c",
+                "token's vote cannot reach the readout without the head that attends to position 0.",
+            ),
+            Mistake(
+                "chance",
+                "c",
                 "The remaining head still brings its vote to the readout, and one vote alone is "
-                "often enough to pick the winning letter. Only removing both heads leaves chance."),
-        Mistake("zero", "d",
+                "often enough to pick the winning letter. Only removing both heads leaves chance.",
+            ),
+            Mistake(
+                "zero",
+                "d",
                 "Even a model that guessed at random would be right about 1 time in 16, and this "
-                "one still has one of its two votes."),
-    ),
-    hint="Think about what the readout still receives from the remaining head.",
-))
+                "one still has one of its two votes.",
+            ),
+        ),
+        hint="Think about what the readout still receives from the remaining head.",
+    )
+)
