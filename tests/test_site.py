@@ -374,9 +374,8 @@ def test_an_exercise_page_has_its_download_and_the_self_check_instructions(reade
 
 def test_the_home_page_has_the_readme_introduction_and_links_every_lesson(reader):
     page = reader.open("index.html")
-    intro = (
-        (ROOT / "README.md").read_text().split("\n## ")[0].splitlines()[2]
-    )  # first line of prose
+    head = (ROOT / "README.md").read_text().split("\n## ")[0].splitlines()
+    intro = next(line for line in head[1:] if line.strip() and not line.startswith(("[", "!", "#")))
     assert re.sub(r"[*`]", "", intro).strip()[:40] in page.inner_text("article")
     article_links = set(
         page.eval_on_selector_all("article a[href]", "as => as.map(a => a.getAttribute('href'))")
