@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -30,15 +29,17 @@ import numpy as np
 from . import codec
 from .judge import (
     NO_OUTPUT,
+    expected_outputs,
     function_verdict,
     not_attempted,
     not_callable,
+    public_cases,
     question_meta,
     value_hashes,
     value_info,
     value_verdict,
 )
-from .watch import copy_args, run_cases
+from .watch import run_cases
 
 __all__ = ["check", "score_summary", "evaluate", "self_check", "DATA_DIR"]
 
@@ -160,27 +161,14 @@ def evaluate(q, answer, cases=None) -> dict:
     """
     meta = question_meta(q)
     if q.kind == "function":
-        if cases is None:
-            cases = q.cases(np.random.default_rng(q.public_seed))
-        expected = [q.reference(*copy_args(c)) for c in cases]
-        mistakes = [[_mistake_output(m, c) for m in q.mistakes] for c in cases]
+        cases = public_cases(q) if cases is None else cases
+        expected, mistakes = expected_outputs(q, cases)
         return _judge(meta, answer, cases, expected, mistakes)
     if q.kind == "value":
         info = value_info(q.grade_id, q.expected)
         hashes = [value_hashes(q.grade_id, m.answer) for m in q.mistakes]
         return _judge(meta, answer, None, None, None, value=(info, hashes))
     return _judge(meta, answer, None, None, None)
-
-
-def _mistake_output(m, args):
-    if not callable(m.answer):
-        return m.answer
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return m.answer(*copy_args(args))
-    except Exception:
-        return NO_OUTPUT
 
 
 def _under_nbgrader() -> bool:

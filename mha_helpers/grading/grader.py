@@ -40,11 +40,11 @@ import numpy as np
 from . import codec, sandbox
 from .collect import Rejected, Submission, collect, normalise_name, read_notebook
 from .course import Course, find_course, load_banks
+from .judge import expected_outputs, public_cases
 from .program import SourceTooLarge, build_program, notebook_cells, template_from_notebook
 from .questions import questions_for
 from .release import release_notebook
 from .verdict import RUN_STATUS_ORDER, STATUSES, BadReport, question_verdict, written_verdict
-from .watch import copy_args
 
 __all__ = [
     "grade_paths",
@@ -128,24 +128,16 @@ _CASES: dict = {}
 _CASES_LOCK = threading.Lock()
 
 
-def _mistake_output(m, args):
-    from .check import _mistake_output as out
-
-    return out(m, args)
-
-
 def expected_cases(q, seed: int):
     """``(n_public, cases, expected, mistakes)``: the public cases, then fresh hidden ones drawn
     with ``seed``; the reference's outputs and each mistake's, computed here."""
     key = (q.grade_id, seed)
     with _CASES_LOCK:
         if key not in _CASES:
-            public = q.cases(np.random.default_rng(q.public_seed))
+            public = public_cases(q)
             hidden = q.cases(np.random.default_rng([seed, zlib.crc32(q.grade_id.encode())]))
-            cases = list(public) + list(hidden)
-            with np.errstate(all="ignore"):
-                expected = [q.reference(*copy_args(c)) for c in cases]
-            mistakes = [[_mistake_output(m, c) for m in q.mistakes] for c in cases]
+            cases = public + list(hidden)
+            expected, mistakes = expected_outputs(q, cases)
             _CASES[key] = (len(public), cases, expected, mistakes)
         return _CASES[key]
 

@@ -37,6 +37,8 @@ __all__ = [
     "helper_message",
     "not_attempted",
     "not_callable",
+    "public_cases",
+    "expected_outputs",
 ]
 
 
@@ -178,6 +180,40 @@ def function_verdict(
         return r
     r.update(status="passed", points=float(meta["points"]))
     return r
+
+
+def public_cases(q) -> list:
+    """The public cases of a function question (the same every time: the self-check's)."""
+    return list(q.cases(np.random.default_rng(q.public_seed)))
+
+
+def expected_outputs(q, cases) -> tuple[list, list]:
+    """What the reference returns on each case, and what each classic mistake returns
+    (:data:`NO_OUTPUT` where a mistake raises). Runs the question bank's code: only ever in the
+    instructor's process (release, grader, tests), never where student code runs."""
+    import warnings
+
+    from .watch import copy_args
+
+    def run(fn, args):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*copy_args(args))
+
+    expected = [run(q.reference, c) for c in cases]
+    mistakes = []
+    for c in cases:
+        row = []
+        for m in q.mistakes:
+            if not callable(m.answer):
+                row.append(m.answer)
+                continue
+            try:
+                row.append(run(m.answer, c))
+            except Exception:
+                row.append(NO_OUTPUT)
+        mistakes.append(row)
+    return expected, mistakes
 
 
 # --- value questions ------------------------------------------------------------------------

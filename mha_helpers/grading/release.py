@@ -27,7 +27,6 @@ import shutil
 from pathlib import Path
 
 import nbformat
-import numpy as np
 
 from . import codec
 
@@ -172,23 +171,19 @@ def selfcheck_data(released, questions) -> dict:
     per question, what the learner's check may know. Function questions: the public cases, the
     expected outputs on them and each classic mistake's outputs. Value questions: salted
     hashes of the expected value and of each mistake (never the value). No reference code."""
-    from .check import _mistake_output
-    from .judge import question_meta, value_hashes, value_info
+    from .judge import expected_outputs, public_cases, question_meta, value_hashes, value_info
     from .program import template_from_notebook
-    from .watch import copy_args
 
     out = []
     for q in questions:
         entry = question_meta(q)
         if q.kind == "function":
-            cases = q.cases(np.random.default_rng(q.public_seed))
+            cases = public_cases(q)
+            expected, mistakes = expected_outputs(q, cases)
             entry["public"] = {
                 "cases": [codec.encode(tuple(c)) for c in cases],
-                "expected": [codec.encode(q.reference(*copy_args(c))) for c in cases],
-                "mistakes": [
-                    codec.encode([_no_output_marker(_mistake_output(m, c)) for m in q.mistakes])
-                    for c in cases
-                ],
+                "expected": [codec.encode(e) for e in expected],
+                "mistakes": [codec.encode([_no_output_marker(v) for v in row]) for row in mistakes],
             }
         elif q.kind == "value":
             entry["public"] = {
