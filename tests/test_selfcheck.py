@@ -177,3 +177,15 @@ def test_without_the_data_the_check_says_so_instead_of_failing(monkeypatch, caps
     check_module.score_summary("03_concatenate_and_project")
     out = capsys.readouterr().out
     assert "not available here" in out
+
+
+@pytest.mark.parametrize(
+    "gid, name", [("q02_split_heads", "split_heads"), ("q02_merge_heads", "merge_heads")]
+)
+def test_an_answer_that_is_the_helper_itself_scores_zero(gid, name):
+    """`split_heads = mha_helpers.split_heads` in the answer cell: the answer *is* the helper."""
+    import mha_helpers
+
+    helper = getattr(mha_helpers, name)
+    for r in (self_check(gid, helper), evaluate(REGISTRY[gid], helper)):
+        assert r["points"] == 0 and name in r["message"], r["message"]

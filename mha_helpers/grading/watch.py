@@ -76,7 +76,9 @@ class HelperRecorder:
 
     A profile hook (``sys.setprofile``) notes each call whose code object belongs to one of the
     functions, unless the caller is itself inside ``mha_helpers`` (a helper the learner may use
-    can call another internally) or a question bank (a reference answer may use the helpers). Use as a context manager; ``called`` lists what was seen.
+    can call another internally) or a question bank (a reference answer may use the helpers).
+    A call straight from the grading code counts: that is an answer that *is* the helper
+    (``split_heads = mha_helpers.split_heads``). Use as a context manager; ``called`` lists what was seen.
     """
 
     def __init__(self, dotted_names):
@@ -102,7 +104,8 @@ class HelperRecorder:
             if name is not None and name not in self.called:
                 caller = frame.f_back
                 module = str(caller.f_globals.get("__name__", "")) if caller is not None else ""
-                if not module.startswith(("mha_helpers", "mha_course_banks")):
+                inside = module.startswith(("mha_helpers", "mha_course_banks"))
+                if not inside or module.startswith("mha_helpers.grading"):
                     self.called.append(name)
 
     def __enter__(self):
