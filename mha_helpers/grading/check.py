@@ -124,23 +124,16 @@ def _judge(meta: dict, answer, cases, expected, mistakes, value=None) -> dict:
     return function_verdict(meta, results, expected, mistakes, len(cases), helpers)
 
 
+def data_meta(q: dict) -> dict:
+    """A question's entry in the self-check data, without its public cases: the same fields as
+    :func:`~.judge.question_meta` gives from the bank."""
+    return {k: v for k, v in q.items() if k != "public"}
+
+
 def self_check(grade_id: str, answer) -> dict:
     """The verdict on an answer from the release's self-check data (what :func:`check` prints)."""
     q = _load_data()[grade_id]
-    meta = {
-        k: q[k]
-        for k in (
-            "grade_id",
-            "assignment",
-            "kind",
-            "points",
-            "hint",
-            "rtol",
-            "atol",
-            "forbidden",
-            "mistakes",
-        )
-    }
+    meta = data_meta(q)
     pub = q.get("public") or {}
     if q["kind"] == "function":
         cases = [tuple(codec.decode(c)) for c in pub["cases"]]

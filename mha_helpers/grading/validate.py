@@ -21,30 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import codec, sandbox
-from .check import NoData, _decode_mistakes, assignment_data
+from .check import NoData, _decode_mistakes, assignment_data, data_meta
 from .collect import Rejected, read_notebook
 from .judge import function_verdict, not_attempted, not_callable, value_verdict
 from .program import SourceTooLarge, build_program, notebook_cells, written_answered
 from .verdict import BadReport, answer_results
 
 __all__ = ["validate_notebook", "validate_command"]
-
-
-def _meta(q: dict) -> dict:
-    return {
-        k: q[k]
-        for k in (
-            "grade_id",
-            "assignment",
-            "kind",
-            "points",
-            "hint",
-            "rtol",
-            "atol",
-            "forbidden",
-            "mistakes",
-        )
-    }
 
 
 def validate_notebook(path, timeout: float = 120.0) -> dict:
@@ -106,7 +89,7 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
     answers = report.get("answers", {})
     verdicts = []
     for q in data["questions"]:
-        meta = _meta(q)
+        meta = data_meta(q)
         gid = q["grade_id"]
         if q["kind"] == "manual":
             text = program.written.get(gid)
