@@ -309,6 +309,15 @@ def build_batch(folder: Path, elsewhere: Path) -> dict:
                 "    return np.concatenate(list(h), axis=-1) @ w\n",
             )
         ),
+        # Reads its whole job (hidden cases included) from its own memory and raises it.
+        "leaks_job": make_notebook(
+            with_answer(
+                "q03_d_head",
+                "import gc\njobs = [o for o in gc.get_objects() if isinstance(o, dict) and 'cells' in o and 'questions' in o]\n"
+                "cases = [q['cases'] for q in jobs[0]['questions'] if q.get('cases')][0]\n"
+                "raise ValueError(' '.join(a['b64'] for c in cases[3:] for a in c['__tuple__']))\n",
+            )
+        ),
         "bare_reshape": make_notebook(
             with_answer(
                 "q03_concat_project",
@@ -765,8 +774,23 @@ def _hidden_numbers():
     return {n for n in numbers if len(n.lstrip("-")) >= 5}
 
 
+def _hidden_encodings():
+    """The hidden inputs as they travel in the job (base64 of their bytes), 24 characters each."""
+    from mha_helpers.grading import codec
+
+    q = get_question("q03_concat_project")
+    n_public, cases, _, _ = grader.expected_cases(q, SEED)
+    found = set()
+    for args in cases[n_public:]:
+        for arr in args:
+            enc = codec.encode(np.asarray(arr))
+            if isinstance(enc, dict) and len(enc.get("b64", "")) >= 40:
+                found.add(enc["b64"][8:32])
+    return found
+
+
 def test_feedback_never_shows_hidden_inputs_or_outputs(batch):
-    hidden = _hidden_numbers()
+    hidden = _hidden_numbers() | _hidden_encodings()
     files = sorted(batch["feedback"].glob("*.md")) + sorted(batch["feedback"].glob("*.html"))
     assert files
     for path in files:

@@ -26,6 +26,7 @@ limit, a timeout) it runs again without that step, so the other answers still co
 
 from __future__ import annotations
 
+import re
 import secrets
 import sys
 import threading
@@ -298,7 +299,7 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         kind = str(err.get("type"))[:80]
         if kind == "MemoryError":
             flags.add("memory")
-        notes.append(f"{label} raised {kind}: {str(err.get('message'))[:200]}")
+        notes.append(f"{label} raised {kind}: {mask_data(str(err.get('message'))[:200])}")
     answered = report.get("answers", {}) if isinstance(report.get("answers"), dict) else {}
 
     points, details = {}, {}
@@ -379,6 +380,21 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
             "attempts": attempts,
         },
     }
+
+
+_DATA_LIKE = re.compile(r"[-+]?\d*\.\d+(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+|[A-Za-z0-9+/=]{24,}")
+
+
+def mask_data(text: str) -> str:
+    """A cell's error message with anything that could be test data masked: decimal numbers and
+    long base64-like runs (how the job's arrays travel). A program can read its whole job from
+    its own memory, hidden cases included, and raise them; feedback must not show them. Integers
+    (line numbers, shapes) stay.
+
+    >>> mask_data("shapes (3,4) and (5,) not aligned; x = [0.1234 -1.5e-3]")
+    'shapes (3,4) and (5,) not aligned; x = [#.# #.#]'
+    """
+    return _DATA_LIKE.sub("#.#", text)
 
 
 def _culprit(steps: list):
