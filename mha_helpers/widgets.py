@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 
 from . import explorers
+from .a11y import control_labeller
 from .cost import MODEL_CONFIGS
 from .explorers.common import MUTED, esc, render_message_html
 from .explorers.cost import (
@@ -181,7 +182,10 @@ class _Explorer:
         self.update_count = 0
         # Holds the style rule that hides this explorer's picture while the live widget is shown.
         self._picture_style = _html(display="none")
-        self.children = (*self.children, self._picture_style)
+        labeller = control_labeller()  # names the slider handles for screen readers
+        extra = (self._picture_style,) if labeller is None else (self._picture_style, labeller)
+        self.children = (*self.children, *extra)
+        self.add_class("mha-explorer")
         for control in controls.values():
             control.observe(self._on_change, names="value")
 

@@ -329,8 +329,10 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
             f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
             f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
             f'{view.num_heads}</td><td style="{td}">{view.num_kv_heads}</td><td style="{td}">'
-            f'{view.d_head}</td><td style="{td}"></td><td style="{td}">{view.per_token_text}</td>'
-            f'<td style="{td}">{view.per_sequence_text}</td><td style="{td}"></td></tr>'
+            f'{view.d_head}</td><td style="{td}"></td>'
+            f'<td style="{td};white-space:nowrap">{view.per_token_text}</td>'
+            f'<td style="{td};white-space:nowrap">{view.per_sequence_text}</td>'
+            f'<td style="{td}"></td></tr>'
         )
     beyond = False
     nowrap = ";white-space:nowrap"
@@ -340,7 +342,7 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
         if r.context is not None and view.seq_len > r.context:
             mark, beyond = " *", True
         body.append(
-            f'<tr><td style="{tl}{nowrap}" title="{esc(r.source)}">{esc(r.label)}</td>'
+            f'<tr><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
             f'<td style="{tl}">{r.kind}</td>'
             f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
             f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
