@@ -478,7 +478,10 @@ LAPTOP = {"width": 1366, "height": 768}  # a common laptop screen
 EXPLORERS = {
     "02_heads.ipynb": (".mha-shape-explorer", ("d_model", "h", "n")),
     "04_cost.ipynb": (".mha-cost-explorer", ("d_model", "h", "n")),
-    "05_variants.ipynb": (".mha-kv-cache-explorer", ("layers", "query heads", "KV heads", "context")),
+    "05_variants.ipynb": (
+        ".mha-kv-cache-explorer",
+        ("layers", "query heads", "KV heads", "context"),
+    ),
 }
 THEMES_SETTINGS = "@jupyterlab/apputils-extension/themes.jupyterlab-settings"
 
@@ -577,7 +580,9 @@ def test_explorers_fit_a_laptop_screen_with_readable_text(browser, lab, theme, r
             assert not clipped, f"{notebook}: content wider than its box: {clipped}"
             assert _low_contrast_text(explorer) == [], f"{notebook} ({theme} theme)"
             if request.config.getoption("verbose") > 0:
-                print(f"{theme}: {notebook} explorer {box['height']:.0f} px of {panel['height']:.0f}")
+                print(
+                    f"{theme}: {notebook} explorer {box['height']:.0f} px of {panel['height']:.0f}"
+                )
     finally:
         _use_theme(lab, "light")
         page.close()
