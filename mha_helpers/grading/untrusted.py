@@ -145,7 +145,8 @@ def clean_filename(name: object, *, max_bytes: int = MAX_NAME_BYTES) -> str:
     digest = hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
     tag = HASH_MARK + digest
     stem, dot, suffix = text.rpartition(".")
-    if not dot or not stem or len(suffix.encode("utf-8")) > 16:
+    room = min(16, max_bytes - len(tag) - 1)  # one byte at least for the stem
+    if not dot or not stem or len(suffix.encode("utf-8")) + 1 > room:
         stem, suffix = text, ""
     else:
         suffix = "." + suffix
