@@ -58,7 +58,9 @@ ZIP_MAX_RATIO = 200  # uncompressed / compressed, per member
 
 CANVAS = re.compile(r"^(?P<login>.+?)(?P<late>_LATE)?_(?P<userid>\d+)_(?P<subid>\d+)_(?P<rest>.+)$")
 MOODLE = re.compile(r"^(?P<name>.+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
-MOODLE_FLAT = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.+)$")
+MOODLE_FLAT = re.compile(
+    r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.+)$"
+)
 RESUBMISSION = re.compile(r"-(\d+)$")  # Canvas's "name-1.ipynb" for a file uploaded again
 SUFFIXES = (".ipynb", ".zip")
 
@@ -200,9 +202,16 @@ class _Where:
         return clean_text(f"{self.prefix}{rel}", max_chars=300)
 
 
-def _sub(path, student, where, student_id="", **kw) -> Submission:
+def _sub(path, student, where, student_id="", at=None, **kw) -> Submission:
+    """A submission found at ``path`` (or, without a notebook, at the folder ``at``)."""
+    place = path if path is not None else at
     return Submission(
-        path, student, str(path), student_id=student_id, shown=where(path), **kw
+        path,
+        student,
+        str(place),
+        student_id=student_id,
+        shown=where(place) if place is not None else "",
+        **kw,
     )
 
 
@@ -222,9 +231,15 @@ def _from_folders(root: Path, subs: list, where):
         found = [c for c in children if c.suffix.lower() in SUFFIXES]
         if not found:
             subs.append(
-                _sub(None, student, where, status="missing", note="no notebook in this folder")
+                _sub(
+                    None,
+                    student,
+                    where,
+                    at=root,
+                    status="missing",
+                    note="no notebook in this folder",
+                )
             )
-            subs[-1].shown = where(root)
         for c in found:
             subs.append(
                 _refused_link(c, student, where)
@@ -235,7 +250,9 @@ def _from_folders(root: Path, subs: list, where):
     for child in children:
         if child.is_symlink():
             subs.append(
-                _refused_link(child, normalise_name(child.stem if child.suffix else child.name), where)
+                _refused_link(
+                    child, normalise_name(child.stem if child.suffix else child.name), where
+                )
             )
         elif child.is_dir():
             student = normalise_name(child.name)
@@ -246,11 +263,11 @@ def _from_folders(root: Path, subs: list, where):
                         None,
                         student,
                         where,
+                        at=child,
                         status="missing",
                         note="no notebook in this student's folder",
                     )
                 )
-                subs[-1].shown = where(child)
             for p in found:
                 subs.append(
                     _refused_link(p, student, where)
@@ -315,11 +332,11 @@ def _from_moodle_flat(root: Path, subs: list, where):
                     normalise_name(m.group("name")),
                     where,
                     m.group("id"),
+                    at=child,
                     status="missing",
                     note="no notebook in this student's submission",
                 )
             )
-            subs[-1].shown = where(child)
 
 
 def _from_moodle(root: Path, subs: list, where):
@@ -343,11 +360,11 @@ def _from_moodle(root: Path, subs: list, where):
                     student,
                     where,
                     student_id,
+                    at=folders[0],
                     status="missing",
                     note="no notebook in this student's submission",
                 )
             )
-            subs[-1].shown = where(folders[0])
         for p in found:
             subs.append(
                 _refused_link(p, student, where, student_id)
@@ -402,7 +419,9 @@ def _place(target: Path, parts: tuple, aliases: dict) -> tuple[Path, list[str]]:
         name = aliases.get((here, part), _component(part))
         if (here / name).exists() and not (here / name).is_dir():
             alias = f"{name}~folder"
-            notes.append(f"folder {clean_text(part, max_chars=80)!r} kept as {alias!r}: a file has that name")
+            notes.append(
+                f"folder {clean_text(part, max_chars=80)!r} kept as {alias!r}: a file has that name"
+            )
             aliases[(here, part)] = name = alias
         here = here / name
         here.mkdir(exist_ok=True)
@@ -414,8 +433,14 @@ def _place(target: Path, parts: tuple, aliases: dict) -> tuple[Path, list[str]]:
         dest = here / (f"{stem}~{n}.{ext}" if dot and stem else f"{name}~{n}")
         n += 1
     if dest.name != parts[-1]:
-        what = "a folder or another member has that name" if n > 2 else "the name was not safe or too long"
-        notes.append(f"archive member {clean_text(parts[-1], max_chars=80)!r} saved as {dest.name!r}: {what}")
+        what = (
+            "a folder or another member has that name"
+            if n > 2
+            else "the name was not safe or too long"
+        )
+        notes.append(
+            f"archive member {clean_text(parts[-1], max_chars=80)!r} saved as {dest.name!r}: {what}"
+        )
     return dest, notes
 
 
@@ -494,7 +519,11 @@ def _extract_zip(archive: Path) -> tuple[Path, list, dict]:
                 for n in notes:
                     renames.setdefault(dest, []).append(n)
             except Exception as exc:  # one bad member costs its owner, never the class
-                why = exc.note if isinstance(exc, Rejected) else f"could not be read ({type(exc).__name__})"
+                why = (
+                    exc.note
+                    if isinstance(exc, Rejected)
+                    else f"could not be read ({type(exc).__name__})"
+                )
                 try:
                     if dest is not None and dest.is_file():
                         dest.unlink()
@@ -504,8 +533,9 @@ def _extract_zip(archive: Path) -> tuple[Path, list, dict]:
     return target, failures, renames
 
 
-def _attach_failures(subs: list, start: int, folder: Path, failures: list, renames: dict, where,
-                     batch: str):
+def _attach_failures(
+    subs: list, start: int, folder: Path, failures: list, renames: dict, where, batch: str
+):
     """Charge each failed member to the student it belongs to: a refused row for a notebook,
     a note otherwise; a member that belongs to nobody becomes its own refused row."""
     mine = subs[start:]
@@ -528,21 +558,43 @@ def _attach_failures(subs: list, start: int, folder: Path, failures: list, renam
         s = owner_of(dest)
         if s is not None:
             s.notes += notes
+    unowned = []
     for f in failures:
         note = f"archive member {f.name!r} refused: {f.reason}"
         s = owner_of(f.dest)
         if s is not None and not (f.is_submission and _owner_root(s, folder) != f.dest):
-            s.notes.append(note)
+            s.notes.append(note)  # the student's notebook is graded; this member is not
             continue
-        if f.is_submission or s is None:
-            student, student_id = _owner_name(f.dest, folder)
-            if s is not None:
-                student, student_id = s.student, s.student_id
-            row = Submission(
-                None, student, str(f.dest), status="refused", note=note,
-                student_id=student_id, shown=where(f.dest), batch=batch,
+        if f.is_submission and folder in f.dest.parents:
+            student, student_id = (s.student, s.student_id) if s else _owner_name(f.dest, folder)
+            subs.append(
+                Submission(
+                    None,
+                    student,
+                    str(f.dest),
+                    status="refused",
+                    note=note,
+                    student_id=student_id,
+                    shown=where(f.dest),
+                    batch=batch,
+                )
             )
-            subs.append(row)
+        else:
+            unowned.append(note)
+    if unowned:  # members that belong to no student: one row for the archive itself
+        name = normalise_name(Path(batch).name)
+        subs.append(
+            Submission(
+                None,
+                name,
+                batch,
+                status="refused",
+                note="; ".join(unowned),
+                student_id=name,
+                shown=clean_text(Path(batch).name, max_chars=200),
+                batch=batch,
+            )
+        )
 
 
 def _owner_root(s: Submission, folder: Path):
@@ -555,7 +607,11 @@ def _owner_root(s: Submission, folder: Path):
         return None
     # the student's folder is the first level below the layout root; a flat file is its own
     root = folder / rel[0]
-    if len(rel) >= 2 and not (CANVAS.match(rel[0]) or MOODLE.match(rel[0])) and _wrapper(folder, rel[0]):
+    if (
+        len(rel) >= 2
+        and not (CANVAS.match(rel[0]) or MOODLE.match(rel[0]))
+        and _wrapper(folder, rel[0])
+    ):
         root = folder / rel[0] / rel[1]
     return root
 
@@ -566,7 +622,12 @@ def _wrapper(folder: Path, first: str) -> bool:
         inner = _visible(folder)
     except OSError:
         return False
-    return len(inner) == 1 and inner[0].name == first and inner[0].is_dir() and _layout(inner[0]) != "folders"
+    return (
+        len(inner) == 1
+        and inner[0].name == first
+        and inner[0].is_dir()
+        and _layout(inner[0]) != "folders"
+    )
 
 
 def _owner_name(dest: Path, folder: Path) -> tuple[str, str]:
@@ -577,7 +638,11 @@ def _owner_name(dest: Path, folder: Path) -> tuple[str, str]:
     if rel and _wrapper(folder, rel[0]) and len(rel) > 1:
         rel = rel[1:]
     first = rel[0] if rel else "(archive)"
-    for pattern, key, ident in ((CANVAS, "login", "userid"), (MOODLE, "name", "id"), (MOODLE_FLAT, "name", "id")):
+    for pattern, key, ident in (
+        (CANVAS, "login", "userid"),
+        (MOODLE, "name", "id"),
+        (MOODLE_FLAT, "name", "id"),
+    ):
         m = pattern.match(first)
         if m:
             return normalise_name(m.group(key)), m.group(ident)
@@ -602,20 +667,37 @@ def collect(paths) -> Collection:
             layout = _layout(given)
             LAYOUTS[layout](given, subs, where)
             layouts.append((str(given), layout))
-        elif given.suffix.lower() == ".zip" and not CANVAS.match(given.name) and not MOODLE_FLAT.match(given.name):
+        elif (
+            given.suffix.lower() == ".zip"
+            and not CANVAS.match(given.name)
+            and not MOODLE_FLAT.match(given.name)
+        ):
             try:
                 folder, failures, renames = _extract_zip(given)
-            except (Rejected, zipfile.BadZipFile, OSError, EOFError, ValueError,
-                    NotImplementedError, RuntimeError) as exc:
+            except (
+                Rejected,
+                zipfile.BadZipFile,
+                OSError,
+                EOFError,
+                ValueError,
+                NotImplementedError,
+                RuntimeError,
+            ) as exc:
                 note = (
                     exc.note
                     if isinstance(exc, Rejected)
                     else f"not a readable zip ({type(exc).__name__})"
                 )
                 subs.append(
-                    _sub(None, normalise_name(given.stem), where, status="refused", note=note)
+                    _sub(
+                        None,
+                        normalise_name(given.stem),
+                        where,
+                        at=given,
+                        status="refused",
+                        note=note,
+                    )
                 )
-                subs[-1].shown = where(given)
                 layouts.append((str(given), "zip (refused)"))
                 continue
             cleanup.append(folder)
