@@ -711,6 +711,13 @@ def collect(paths) -> Collection:
             zwhere = _Where(folder, f"{clean_text(given.name, max_chars=120)}:")
             LAYOUTS[layout](root, subs, zwhere)
             _attach_failures(subs, start, folder, failures, renames, zwhere, str(given))
+            if layout == "folders" and not any(c.is_dir() for c in _visible(root)):
+                for s in subs[start:]:  # one student's own zip: named after the zip
+                    s.student = s.student_id = normalise_name(given.stem)
+            refused = {s.student_id for s in subs[start:] if s.status == "refused"}
+            subs[start:] = [
+                s for s in subs[start:] if not (s.status == "missing" and s.student_id in refused)
+            ]
             layouts.append((str(given), f"zip of {layout}"))
         else:
             m, mf = CANVAS.match(given.name), MOODLE_FLAT.match(given.name)

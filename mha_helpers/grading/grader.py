@@ -34,7 +34,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -529,19 +529,21 @@ def resolve_copies(rows: list, subs: list, picks: dict | None = None) -> None:
             groups.setdefault(row_key(row), []).append((row, sub))
     for key, group in groups.items():
         if len(group) < 2:
+            row, sub = group[0]
+            if sub.picked:
+                row["notes"].append("picked by the instructor (graded by itself)")
             continue
         picked = picks.get(key)
-
         group.sort(
             key=lambda item, picked=picked: (
-                item[1].picked or item[0]["shown"] == picked,
+                item[1].picked or _same_file(item[0]["shown"], picked),
                 tuple(item[1].rank),
             )
         )
         (winner, wsub), losers = group[-1], group[:-1]
         why = (
             "picked by the instructor"
-            if wsub.picked or winner["shown"] == picked
+            if wsub.picked or _same_file(winner["shown"], picked)
             else "the latest copy counts"
         )
         others = ", ".join(
@@ -556,6 +558,12 @@ def resolve_copies(rows: list, subs: list, picks: dict | None = None) -> None:
                 f"not counted: {winner['shown']} counts instead (status was {r['status']})"
             )
             r["status"] = "superseded"
+
+
+def _same_file(shown: str, picked) -> bool:
+    """Whether a file as shown now is the one picked earlier (shown relative to another
+    folder, perhaps: the file name decides; Canvas and Moodle names are unique)."""
+    return bool(picked) and PurePosixPath(shown).name == PurePosixPath(str(picked)).name
 
 
 def row_key(row) -> tuple:

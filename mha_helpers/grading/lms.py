@@ -245,7 +245,7 @@ def export_canvas(records: list, roster: Roster, assignments: list) -> tuple[str
             mine = {_number(r.get("max")) or 0.0 for r in records if r["assignment"] == a}
             if possible is not None and mine and all(abs(possible - m) > 1e-9 for m in mine):
                 problems.append(
-                    f"{h}: Canvas says {possible} points possible, the course's exercise has "
+                    f"{h}: Canvas says {_fmt(possible)} points possible, the course's exercise has "
                     f"{_fmt(max(mine))}; the points are exported as they are"
                 )
     for s in roster.students:
