@@ -730,15 +730,19 @@ def test_gradebook_has_the_contract_columns_and_the_points(batch):
     with open(batch["gradebook"], newline="", encoding="utf-8") as f:
         table = list(csv.DictReader(f))
     assert list(table[0]) == [
+        "student_id",
         "student",
         "assignment",
         *POINTS,
         "q03_explain",
         "total",
         "max",
-        "late",
         "pending",
+        "late",
+        "late_factor",
+        "score",
         "status",
+        "file",
         "notes",
     ]
     assert len(table) == len(batch["rows"])
