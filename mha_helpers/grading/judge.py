@@ -518,9 +518,10 @@ def function_verdict(
     diagnosis = differential(traits or [], passed)
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
-    if type_note is not None:
-        hint += " (Also: " + type_note[1].split(". ", 1)[0] + ".)"
-    r.update(case=i, public=public, hint=hint, message=f"{where}: {diff if public else diff.generic}")
+    message = f"{where}: {diff if public else diff.generic}"
+    if type_note is not None:  # say it too, in a few words (the hint is about the values)
+        message += "; also, " + type_note[1].split(". ", 1)[0].replace("your answer", "it", 1)
+    r.update(case=i, public=public, hint=hint, message=message)
     r["mistake"] = named
     r["diagnosis"] = diagnosis
     if public:
