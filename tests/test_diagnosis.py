@@ -233,3 +233,31 @@ def test_a_question_without_traits_still_works():
         mistakes=(Mistake("plus one", lambda x: x + 1, "ONE"),),
     )
     assert evaluate(q2, lambda x: x + 1)["hint"] == "ONE"
+
+
+def test_the_graders_report_carries_the_location_and_a_malformed_one_is_refused():
+    from mha_helpers.grading.verdict import BadReport, answer_results
+
+    where = {"function": "split", "line": 3, "code": "x.reshape(n, h, d / h)"}
+    rec = {"results": [{"value": None, "raised": ["TypeError", "no"], "where": where}]}
+    results, _ = answer_results(rec)
+    assert results[0].where == where
+    for bad in ({"function": "f", "line": "3"}, {"function": "f", "extra": 1}, ["f", 3]):
+        rec = {"results": [{"value": None, "raised": ["TypeError", "no"], "where": bad}]}
+        with pytest.raises(BadReport):
+            answer_results(rec)
+
+
+def test_an_error_on_a_hidden_case_shows_neither_its_text_nor_the_code():
+    meta = _meta()
+    where = {"function": "f", "line": 2, "code": "if mask:"}
+    results = [
+        CaseResult(value=0.0),
+        CaseResult(
+            raised=("ValueError", "truth value of an array 0.123 is ambiguous"), where=where
+        ),
+    ]
+    r = function_verdict(meta, results, [0.0, 0.0], [[], []], n_public=1)
+    assert r["status"] == "error" and "hidden" in r["message"]
+    assert "0.123" not in r["message"] and "if mask" not in r["message"]
+    assert "mask is not None" in r["hint"]  # the grader's own words for a known error

@@ -163,7 +163,9 @@ def _type_problem(want, got, answer_type: str = "") -> str | None:
         if isinstance(got, np.ndarray) and got.dtype.kind != "b":
             return f"your mask has dtype {got.dtype}, not bool. {BOOL_MASK_WHY}"
         if isinstance(got, (list, tuple)):
-            return f"your mask is a Python {type(got).__name__}, not a boolean array. {BOOL_MASK_WHY}"
+            return (
+                f"your mask is a Python {type(got).__name__}, not a boolean array. {BOOL_MASK_WHY}"
+            )
         return None
     if answer_type == "int" or (
         isinstance(want, (int, np.integer)) and not isinstance(want, (bool, np.bool_))
@@ -316,8 +318,7 @@ TRAITS = {
     "several heads": (
         "with one head",
         "with several heads",
-        "look at how the heads are split, scaled and combined; with one head none of that "
-        "matters",
+        "look at how the heads are split, scaled and combined; with one head none of that matters",
     ),
     "mask": (
         "without a mask",
@@ -327,8 +328,7 @@ TRAITS = {
     "rectangular": (
         "when there are as many keys as queries",
         "when the numbers of queries and keys differ",
-        "rows are queries and columns are keys: check which axis you index, reduce or "
-        "transpose",
+        "rows are queries and columns are keys: check which axis you index, reduce or transpose",
     ),
     "batch": (
         "for a single sequence",

@@ -214,9 +214,9 @@ class HelperRecorder:
             tops = self.by_name.get(name) if isinstance(name, str) else None
             if not tops:
                 return
-            module = getattr(arg, "__module__", None) or type(
-                getattr(arg, "__self__", None)
-            ).__module__
+            module = (
+                getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__module__
+            )
             top = str(module or "").split(".")[0]
             if top in tops:
                 self._note(name, top, frame)

@@ -303,9 +303,9 @@ register(
         hint="Head k owns columns k*d_head ... (k+1)*d_head - 1, and group j is heads j*group ... "
         "(j+1)*group - 1: reshape to (d_model, num_kv_heads, group, d_head), mean over axis 2.",
         traits=lambda w, num_heads, num_kv_heads: (
-            ["shared kv"] if num_kv_heads < num_heads else []
-        )
-        + (["groups"] if 1 < num_kv_heads < num_heads else []),
+            (["shared kv"] if num_kv_heads < num_heads else [])
+            + (["groups"] if 1 < num_kv_heads < num_heads else [])
+        ),
     )
 )
 
@@ -376,15 +376,21 @@ def _cache_query_heads(
 
 
 def _cache_gib(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
-    return _cache_reference(
-        num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
-    ) / 2**30
+    return (
+        _cache_reference(
+            num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+        )
+        / 2**30
+    )
 
 
 def _cache_gb(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
-    return _cache_reference(
-        num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
-    ) / 1e9
+    return (
+        _cache_reference(
+            num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+        )
+        / 1e9
+    )
 
 
 def _cache_bits(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
@@ -394,9 +400,7 @@ def _cache_bits(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_
 
 
 def _cache_traits(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
-    return (["not one byte"] if bytes_per_element != 1 else []) + (
-        ["batch"] if batch > 1 else []
-    )
+    return (["not one byte"] if bytes_per_element != 1 else []) + (["batch"] if batch > 1 else [])
 
 
 def _cache_group_size(

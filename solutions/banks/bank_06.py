@@ -247,8 +247,10 @@ register(
         hint="With t = np.arange(2, n): weights[:, :, t, t - 1] and weights[:, :, t, 0] are "
         "(batch, h, n - 2); average each over axes 0 and 2 and stack them as columns.",
         forbidden=("mha_helpers.tasks.role_scores", "mha_helpers.tasks.head_roles"),
-        traits=lambda weights: (["several heads"] if weights.shape[1] > 1 else [])
-        + (["batch"] if weights.shape[0] > 1 else []),
+        traits=lambda weights: (
+            (["several heads"] if weights.shape[1] > 1 else [])
+            + (["batch"] if weights.shape[0] > 1 else [])
+        ),
     )
 )
 
