@@ -330,7 +330,8 @@ register(
         points=2,
         kind="value",
         prompt="GPT-2 small (12 heads, d_model 768) processes one sequence of 1024 tokens. How many "
-        "attention weights does one layer compute (all heads)?",
+        "attention weights does one layer compute (all heads)? Count every entry of each head's "
+        "n x n softmax output, the zeros the causal mask puts above the diagonal included.",
         expected=12 * 1024**2,
         mistakes=(
             Mistake(
