@@ -918,3 +918,72 @@ def summary(rows) -> dict:
         n, passed, good = out.get(ex, (0, 0, 0))
         out[ex] = (n + 1, passed + (status == "passed"), good + hinted)
     return out
+
+
+# --- q08_online_update (exercise 08's bank is lesson 08's; the answers are written here) --------
+G = "q08_online_update"
+
+
+def _online(m, ell, acc, scores, v, slip=""):
+    m_new = scores.max(axis=-1) if slip == "block max" else np.maximum(m, scores.max(axis=-1))
+    r = np.exp(m_new - m) if slip == "sign" else np.exp(m - m_new)
+    if slip == "global max":
+        m_new = np.maximum(m, scores.max())
+        r = np.exp(m - m_new)
+    p = np.exp(scores - m_new[:, None])
+    ell_new = (ell if slip in ("none", "block max") else r * ell) + p.sum(axis=-1)
+    acc_new = (acc if slip in ("acc", "none", "block max") else r[:, None] * acc) + p @ v
+    if slip == "twice":
+        ell_new, acc_new = r * r * ell + p.sum(axis=-1), (r * r)[:, None] * acc + p @ v
+    if slip == "normalised":
+        acc_new = acc_new / ell_new[:, None]
+    return m_new, ell_new, acc_new
+
+
+wrong(G, "acc not rescaled", "not acc")(lambda *a: _online(*a, slip="acc"))
+wrong(G, "rescaled twice", "twice")(lambda *a: _online(*a, slip="twice"))
+wrong(G, "block's own max", "carry the maximum", "running one")(
+    lambda *a: _online(*a, slip="block max")
+)
+wrong(G, "nothing rescaled", "neither ell nor acc")(lambda *a: _online(*a, slip="none"))
+wrong(G, "normalised each step", "divided acc by the running sum")(
+    lambda *a: _online(*a, slip="normalised")
+)
+wrong(G, "exp(m_new - m)", "exp(m - m_new)")(lambda *a: _online(*a, slip="sign"))
+wrong(G, "one max for all rows", "max(axis=-1)")(lambda *a: _online(*a, slip="global max"))
+
+
+@wrong(G, "p without [:, None]", "m_new[:, none]")
+def _(m, ell, acc, scores, v_block):
+    m_new = np.maximum(m, scores.max(axis=-1))
+    r = np.exp(m - m_new)
+    p = np.exp(scores - m_new)
+    return m_new, r * ell + p.sum(axis=-1), r[:, None] * acc + p @ v_block
+
+
+# --- q08_tiled ------------------------------------------------------------------------------------
+G = "q08_tiled"
+
+
+def _tiles(q, k, v, b, slip=""):
+    n_q, d_k = q.shape
+    m, ell, acc = np.full(n_q, -np.inf), np.zeros(n_q), np.zeros((n_q, v.shape[1]))
+    width = v.shape[1] if slip == "d_v" else (1 if slip == "no scale" else d_k)
+    stop = len(k) - len(k) % b if slip == "drop" else len(k)
+    for start in range(0, stop, b):
+        end = start + b - 1 if slip == "short" else start + b
+        s = q @ k[start:end].T / np.sqrt(width)
+        m, ell, acc = _online(
+            m, ell, acc, s, v[start:end], slip=slip if slip in ("acc", "twice", "block max") else ""
+        )
+    return acc if slip == "not divided" else acc / ell[:, None]
+
+
+wrong(G, "last short block dropped", "last, shorter block")(lambda *a: _tiles(*a, slip="drop"))
+wrong(G, "acc not rescaled", "not rescaled")(lambda *a: _tiles(*a, slip="acc"))
+wrong(G, "rescaled twice", "twice")(lambda *a: _tiles(*a, slip="twice"))
+wrong(G, "block's own max", "running maximum")(lambda *a: _tiles(*a, slip="block max"))
+wrong(G, "no scale", "not scaled")(lambda *a: _tiles(*a, slip="no scale"))
+wrong(G, "not divided", "without dividing")(lambda *a: _tiles(*a, slip="not divided"))
+wrong(G, "scaled by sqrt(d_v)", "d_v", "sqrt(d_k)")(lambda *a: _tiles(*a, slip="d_v"))
+wrong(G, "blocks one key short", "block")(lambda *a: _tiles(*a, slip="short"))

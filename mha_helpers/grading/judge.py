@@ -81,15 +81,10 @@ def question_meta(q) -> dict:
 
 
 def answer_type(q) -> str:
-    """``"int"`` for a value question whose answer is a count (it accepts only integers),
-    ``"bool"`` or ``"int"`` when a bank says so; ``""`` otherwise (function questions infer the
-    type from the expected output: a boolean array, or an int)."""
-    explicit = (getattr(q, "extra", None) or {}).get("answer_type")
-    if explicit:
-        return str(explicit)
-    if q.kind == "value" and isinstance(q.expected, int) and not isinstance(q.expected, bool):
-        return "int"
-    return ""
+    """``"int"`` (only integers) or ``"bool"`` (only booleans) when a bank says so in
+    ``extra={"answer_type": ...}``, ``""`` otherwise. Function questions need no flag: the type
+    is inferred from the expected output (a boolean array, or an int)."""
+    return str((getattr(q, "extra", None) or {}).get("answer_type") or "")
 
 
 def case_traits(q, cases) -> list:
@@ -362,6 +357,12 @@ TRAITS = {
         "with 1 byte per number",
         "with more than 1 byte per number",
         "look at how you use bytes_per_element",
+    ),
+    "partial block": (
+        "when the number of keys is a multiple of block_size",
+        "when the last block of keys is shorter than block_size",
+        "look at the last, shorter block of keys: loop over range(0, n_k, block_size) and "
+        "slice up to min(start + block_size, n_k)",
     ),
     "padding": (
         "when no sequence is padded",

@@ -77,6 +77,7 @@ register(
             ),
         ),
         hint="Each head gets an equal slice of the d_model features: d_head = d_model / h.",
+        extra={"answer_type": "int"},  # a number of features: 64, not 64.0
     )
 )
 

@@ -392,6 +392,7 @@ register(
             ),
         ),
         hint="Each head compares every one of the n queries with every one of the n keys.",
+        extra={"answer_type": "int"},  # a count
     )
 )
 

@@ -532,5 +532,6 @@ register(
         ),
         hint="One sequence needs 2 * 80 * 8 * 128 * 2 * 4096 bytes; divide the budget by that and "
         "round down.",
+        extra={"answer_type": "int"},  # a whole number of sequences
     )
 )
