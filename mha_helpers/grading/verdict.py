@@ -42,7 +42,7 @@ STATUSES = {
     "skipped and the rest graded",
     "timeout": "a cell, a function call or the whole notebook ran out of time",
     "memory": "a cell or function call ran out of memory",
-    "duplicate": "the same student submitted this assignment more than once (see notes)",
+    "superseded": "another copy of this assignment from the same student counts (see notes)",
     "refused": "not graded: a symbolic link, or an unsafe or unreadable archive (see notes)",
     "unknown-assignment": "no assignment of the course matches this notebook",
     "not-a-notebook": "JSON, but not a Jupyter notebook (or a folder)",
@@ -50,7 +50,7 @@ STATUSES = {
     "empty": "an empty file",
     "too-large": "larger than the size limit; not opened",
     "old-format": "a notebook format that could not be converted",
-    "missing": "a student folder without any notebook",
+    "missing": "no submission for this assignment (see notes)",
     "grader-error": "the grader itself failed on this submission (a bug: please report it)",
 }
 RUN_STATUS_ORDER = ["flagged", "kernel-died", "timeout", "memory", "ok"]

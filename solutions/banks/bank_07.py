@@ -414,7 +414,8 @@ register(
         assignment=ASSIGNMENT,
         points=1,
         kind="value",
-        prompt="Which call of torch.nn.MultiheadAttention(d_model, h, batch_first=True), loaded with "
+        prompt="Which call of torch.nn.MultiheadAttention(d_model, h, bias=False, batch_first=True), "
+        "loaded with "
         "the course's weights, computes the course's layer with mask = causal[None] & "
         "key_valid[:, None, :]? Answer with one letter, a to d (the options are in the notebook).",
         expected="b",
