@@ -337,6 +337,12 @@ TRAITS = {
         "with several sequences in the batch",
         "each sequence must be handled on its own: keep the batch axis in front",
     ),
+    "n != d_k": (
+        "when the number of tokens equals the width d_k",
+        "when the number of tokens differs from the width d_k",
+        "somewhere you use the number of tokens (shape[0]) where the width (shape[-1]) belongs, "
+        "or the other way round",
+    ),
     "d_k != d_v": (
         "when keys and values have the same width",
         "when values are wider or narrower than keys",
