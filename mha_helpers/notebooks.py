@@ -7,7 +7,8 @@ without outputs by ``mha-course release``.
 
 The notebook's ``language_info`` and ``kernelspec`` metadata are stored exactly as
 JupyterLab writes them when the kernel starts, so opening a stored lesson and closing it leaves
-it unmodified (see :func:`_store_kernel_metadata`).
+it unmodified (see :func:`_store_kernel_metadata`), and back-to-back printed text is stored as
+one output, as JupyterLab stores it, however the kernel happened to split it.
 
 Before running, it writes two things every stored notebook carries:
 
@@ -285,6 +286,26 @@ def _store_kernel_metadata(nb, client) -> None:
         }
 
 
+def _merge_consecutive_streams(cell) -> None:
+    """Join back-to-back stream outputs of the same name (stdout after stdout), as JupyterLab
+    does when it shows and saves them. How a kernel splits printed text into messages depends
+    on timing (a busy machine flushes more often); the stored notebook must not."""
+    merged = []
+    for out in cell.get("outputs", []):
+        last = merged[-1] if merged else None
+        if (
+            out.get("output_type") == "stream"
+            and last is not None
+            and last.get("output_type") == "stream"
+            and last.get("name") == out.get("name")
+        ):
+            last["text"] += out["text"]
+        else:
+            merged.append(out)
+    if "outputs" in cell:
+        cell.outputs = merged
+
+
 def execute_notebook(path, timeout: int = 600, write: bool = True) -> dict:
     """Execute one notebook in a fresh kernel; store it when ``write``. Return timings (s).
 
@@ -315,6 +336,7 @@ def execute_notebook(path, timeout: int = 600, write: bool = True) -> dict:
             _store_kernel_metadata(nb, client)
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
+                _merge_consecutive_streams(cell)
             t2 = time.perf_counter()
     finally:
         for k, v in env_backup.items():

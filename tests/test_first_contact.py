@@ -117,3 +117,25 @@ def test_opening_and_closing_every_lesson_changes_nothing(lab, chromium):
         if (lab.root / name).read_bytes() != data:
             problems.append(f"{name}: the file changed on disk")
     assert not problems, "\n".join(problems)
+
+
+def test_execute_stores_back_to_back_printed_text_as_one_output():
+    from mha_helpers.notebooks import _merge_consecutive_streams
+
+    out = nbformat.v4.new_output
+    cell = nbformat.v4.new_code_cell("...")
+    cell.outputs = [
+        out("stream", name="stdout", text="a\n"),
+        out("stream", name="stdout", text="b\n"),
+        out("stream", name="stderr", text="warn\n"),
+        out("display_data", data={"text/plain": "fig"}),
+        out("stream", name="stdout", text="c\n"),
+        out("stream", name="stdout", text="d"),
+    ]
+    _merge_consecutive_streams(cell)
+    assert [(o.output_type, o.get("text")) for o in cell.outputs] == [
+        ("stream", "a\nb\n"),
+        ("stream", "warn\n"),
+        ("display_data", None),
+        ("stream", "c\nd"),
+    ]
