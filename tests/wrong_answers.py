@@ -1036,3 +1036,13 @@ def _(d_model, num_heads, num_kv_heads, bias):
     d_head = d_model // num_heads
     weights = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
     return weights + ((num_heads * d_head + 2 * d_model + d_model) if bias else 0)
+
+
+value("q02_weights_shape", "stacked", (10, 5), "head axis")
+value("q04_changes_with_h", "nothing", (False, False, False, False), "halves")
+value("q06_roles_seed7", "both previous", ("previous", "previous"), "different roles")
+
+
+@wrong("q01_scores", "scaled by the token count's root, written with len(x)", "number of tokens")
+def _(x, w_q, w_k):
+    return (x @ w_q) @ (x @ w_k).T / np.sqrt(len(x))
