@@ -293,13 +293,23 @@ def test_a_notebook_uploaded_to_the_wrong_assignment(tmp_path, capsys):
     put(dl, "okaforben_1006_9007_03.ipynb", make_notebook())
     other = nbformat.read(ROOT / "exercises" / "02_heads.ipynb", as_version=4)
     put(dl, "zhangwei_300001_9002_03.ipynb", other)  # exercise 02, handed in for 03
+    (dl / "mullerkai_1005_9004_03.ipynb").write_text("{not json")  # broken, handed in for 03
+    roster = tmp_path / "canvas_export.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     gb = tmp_path / "gb.csv"
-    assert grade(dl, "--out", gb) == 1
+    assert grade(dl, "--out", gb, "--roster", roster) == 1
     rows = {(r["student_id"], r["assignment"]): r for r in table(gb)}
     assert rows[("300001", "02_heads")]["status"] == "ok"
     assert "graded as 02_heads" in rows[("300001", "02_heads")]["notes"]
     missing = rows[("300001", A03)]
     assert missing["status"] == "missing" and "is 02_heads" in missing["notes"]
+    broken = rows[("1005", A03)]  # the broken file fills the row of its download's assignment
+    assert broken["status"] == "not-json" and broken["score"] == "0"
+    # The roster's missing rows are for the download's assignment only, not for 02.
+    assert {k for k, r in rows.items() if r["status"] == "missing"} == {
+        ("300001", A03),
+        ("300002", A03),
+    }
 
 
 def test_manual_scores_by_student_id_from_a_semicolon_csv_refresh_the_feedback(tmp_path, capsys):
