@@ -99,7 +99,7 @@ with zipfile.ZipFile(dl / "adamsfay_1006_5006_my_work.zip", "w") as z:
 put("zhangwei_300001_5008_03.ipynb", nb())  # two students called Zhang Wei
 put(
     "zhangwei_LATE_300002_5009_03.ipynb",
-    nb(dict(RIGHT, q03_identity_output="identity_output = joined")),
+    nb(dict(RIGHT, q03_concat_vs_average='concat_vs_average = "a"')),
 )
 put("mullerkai_1010_5010_03.ipynb", nb())
 put(
