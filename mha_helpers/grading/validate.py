@@ -168,7 +168,13 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
         return not_attempted(meta) | {"status": "error", "message": "could not read the result"}
     expected = [codec.decode(e) for e in pub["expected"]]
     return function_verdict(
-        meta, results, expected, _decode_mistakes(pub["mistakes"]), len(expected), helpers
+        meta,
+        results,
+        expected,
+        _decode_mistakes(pub["mistakes"]),
+        len(expected),
+        helpers,
+        pub.get("traits"),
     )
 
 

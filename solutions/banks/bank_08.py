@@ -226,6 +226,7 @@ register(
         "block_size.",
         reference=_tiled_reference,
         cases=_tiled_cases,
+        traits=lambda q, k, v, block_size: ["partial block"] if len(k) % block_size else [],
         mistakes=(
             Mistake(
                 "last block dropped",
