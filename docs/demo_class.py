@@ -207,9 +207,13 @@ run(
 )
 run(
     f"mha-course grade {dl}/okaforben_1002_5002_03_concatenate_and_project.ipynb "
-    f"--out {DEMO}/gradebook.csv --feedback {DEMO}/feedback 2>/dev/null | head -2",
+    f"--out {DEMO}/gradebook.csv --feedback {DEMO}/feedback 2>/dev/null",
     show="mha-course grade ~/class/canvas_download/okaforben_1002_5002_03_concatenate_and_project.ipynb "
-    "--out ~/class/gradebook.csv --feedback ~/class/feedback | head -2",
+    "--out ~/class/gradebook.csv --feedback ~/class/feedback",
+)
+run(
+    f"ls {DEMO}/feedback/03_concatenate_and_project/ | grep -i okafor",
+    show="ls ~/class/feedback/03_concatenate_and_project/ | grep -i okafor",
 )
 run(
     f"grep 1002 {DEMO}/gradebook.csv",

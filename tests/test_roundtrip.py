@@ -141,6 +141,10 @@ def test_a_canvas_roster_gives_names_missing_rows_and_flags_strangers(tmp_path, 
     assert "strangerdan [4242]" in out and "Okafor, Ben [1006]" in out
     assert (fb / A03 / "muller-kai_1005.md").read_text().startswith("# Feedback for Müller, Kai")
     assert "Points Possible" not in {r["student"] for r in rows.values()}
+    # Regrading one file without the roster keeps the roster's name, in both places.
+    assert grade(dl / "mullerkai_1005_9005_03-1.ipynb", "--out", gb, "--feedback", fb) == 0
+    assert {r["student"] for r in table(gb) if r["student_id"] == "1005"} == {"Müller, Kai"}
+    assert sorted(p.name for p in (fb / A03).glob("*1005.md")) == ["muller-kai_1005.md"]
 
 
 MOODLE_HEADER = (

@@ -177,8 +177,9 @@ def grade_command(args) -> int:
     if rows:
         print(gb.summary_text(rows, {a: t.questions for a, t in templates.items()}))
         elapsed = time.perf_counter() - t0
+        graded = sum(1 for r in rows if r["status"] != "missing")
         print(
-            f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {len(rows) / elapsed:.2f} "
+            f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {graded / elapsed:.2f} "
             "submissions/s"
         )
     if args.manual:
@@ -333,6 +334,7 @@ def _sync_rows(rows, records, templates):
         t = templates.get(row["assignment"])
         if rec is None:
             continue
+        row["student"] = rec["student"]  # the roster's name, kept by a regrade without one
         row["late_factor"] = float(rec.get("late_factor") or 1)
         if t is None or row["status"] == "missing":
             continue
