@@ -116,6 +116,7 @@ class Limits:
     wall_seconds: float = 60.0
     report_bytes: int = 16 * 2**20
     pids: int = 16  # processes and threads in the cgroup (bwrap, its init, the runner)
+    cgroup_memory_bytes: int | None = None  # default: memory_bytes + tmp_bytes
 
 
 @dataclass
@@ -492,7 +493,7 @@ def _make_cgroup(parents, limits: Limits) -> Cgroup | None:
             folder = base / name
             folder.mkdir()
             made.append(folder)
-        memory = str(int(limits.memory_bytes + limits.tmp_bytes))
+        memory = str(int(limits.cgroup_memory_bytes or limits.memory_bytes + limits.tmp_bytes))
         if kind == "v2":
             _write(made[0] / "memory.max", memory)
             if (made[0] / "memory.swap.max").exists():
@@ -833,6 +834,8 @@ def run(
             except codec.CodecError:
                 out.report = None
     if out.report is None and not reason:
+        if isolate and rc is not None and 128 < rc < 160:
+            rc = -(rc - 128)  # bwrap exits with 128 + the signal that killed the program
         if rc is not None and rc < 0:
             try:
                 reason = f"killed by {signal.Signals(-rc).name}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import platform
 import struct
 
-__all__ = ["seccomp_program", "ALLOWED", "DENIED_ON_PURPOSE", "AUDIT_ARCH"]
+__all__ = ["seccomp_program", "ALLOWED", "DENIED_ON_PURPOSE", "DENIED_NUMBERS", "AUDIT_ARCH"]
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
@@ -143,6 +143,53 @@ ALLOWED = {
     },
 }
 # fmt: on
+
+# The calls of DENIED_ON_PURPOSE by number (the tests make each one from inside the sandbox).
+# fmt: off
+DENIED_NUMBERS = {
+    "x86_64": {
+        "shmget": 29, "shmat": 30, "shmctl": 31, "socket": 41, "connect": 42, "accept": 43,
+        "sendto": 44, "recvfrom": 45, "sendmsg": 46, "recvmsg": 47, "shutdown": 48, "bind":
+        49, "listen": 50, "getsockname": 51, "getpeername": 52, "socketpair": 53,
+        "setsockopt": 54, "getsockopt": 55, "clone": 56, "fork": 57, "vfork": 58, "semget":
+        64, "semop": 65, "semctl": 66, "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv":
+        70, "msgctl": 71, "ptrace": 101, "personality": 135, "mlock": 149, "mlockall": 151,
+        "modify_ldt": 154, "mount": 165, "umount2": 166, "io_setup": 206, "io_destroy":
+        207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210, "remap_file_pages":
+        216, "semtimedop": 220, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242,
+        "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245, "add_key": 248,
+        "request_key": 249, "keyctl": 250, "unshare": 272, "accept4": 288,
+        "perf_event_open": 298, "recvmmsg": 299, "fanotify_mark": 301, "name_to_handle_at":
+        303, "sendmmsg": 307, "setns": 308, "process_vm_readv": 310, "process_vm_writev":
+        311, "kcmp": 312, "memfd_create": 319, "bpf": 321, "userfaultfd": 323, "mlock2":
+        325, "io_pgetevents": 333, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438,
+        "process_madvise": 440, "mount_setattr": 442, "memfd_secret": 447, "statmount": 457, "listmount": 458,
+    },
+    "aarch64": {
+        "io_setup": 0, "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4,
+        "umount2": 39, "mount": 40, "personality": 92, "unshare": 97, "ptrace": 117,
+        "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
+        "mq_notify": 184, "mq_getsetattr": 185, "msgget": 186, "msgctl": 187, "msgrcv":
+        188, "msgsnd": 189, "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193,
+        "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "socket": 198,
+        "socketpair": 199, "bind": 200, "listen": 201, "accept": 202, "connect": 203,
+        "getsockname": 204, "getpeername": 205, "sendto": 206, "recvfrom": 207,
+        "setsockopt": 208, "getsockopt": 209, "shutdown": 210, "sendmsg": 211, "recvmsg":
+        212, "add_key": 217, "request_key": 218, "keyctl": 219, "clone": 220, "mlock": 228,
+        "mlockall": 230, "remap_file_pages": 234, "perf_event_open": 241, "accept4": 242,
+        "recvmmsg": 243, "fanotify_mark": 263, "name_to_handle_at": 264, "setns": 268,
+        "sendmmsg": 269, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
+        "memfd_create": 279, "bpf": 280, "userfaultfd": 282, "mlock2": 284,
+        "io_pgetevents": 292, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438,
+        "process_madvise": 440, "mount_setattr": 442, "memfd_secret": 447, "statmount": 457, "listmount": 458,
+    },
+}
+# fmt: on
+
 
 _LD_ABS, _JEQ, _JSET, _RET = 0x20, 0x15, 0x45, 0x06
 _ALLOW, _ERRNO, _KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
