@@ -13,7 +13,13 @@ hidden case uses wording with no numbers from that case.
 
 Value questions (a number, a shape, a letter) are matched through :func:`value_hashes`:
 the self-check data holds salted hashes of the expected value rounded to 6 and to 5
-significant digits, never the value itself. A value the self-check confirms is still a value a
+significant digits, never the value itself. Why two roundings: any rounding has boundaries, so
+a value computed on another processor, a few units in the last place away, can round the other
+way and change one hash. The boundaries of the two roundings never coincide (a 5-digit
+boundary ``d.dddd5`` is a 6-digit number, at least half a unit of the 6th digit away from every
+6-digit boundary), and the two snap-to-zero thresholds differ tenfold, so a last-bit change can
+move at most one of the two hashes and the verdict, which accepts either, does not depend on
+the last bits. Drift checks compare stored hashes with :func:`value_hashes_near`. A value the self-check confirms is still a value a
 learner can find by guessing (a multiple-choice letter has four candidates); weigh such points
 accordingly.
 """
@@ -32,6 +38,7 @@ __all__ = [
     "function_verdict",
     "value_verdict",
     "value_hashes",
+    "value_hashes_near",
     "value_info",
     "NO_OUTPUT",
     "helper_message",
@@ -219,12 +226,19 @@ def expected_outputs(q, cases) -> tuple[list, list]:
 # --- value questions ------------------------------------------------------------------------
 
 
+def _zero_below(digits: int, scale: float) -> float:
+    """Entries this small read as 0 (noise around an exact zero). The threshold depends on
+    ``digits`` (1e-9 of the array's largest entry at 6 digits, 1e-8 at 5) so that the two
+    roundings never share a boundary there either."""
+    return max(10.0 ** -(digits + 6), 10.0 ** -(digits + 3) * scale)
+
+
 def _number_text(v: float, digits: int, scale: float) -> str:
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
-    if abs(v) <= max(1e-12, 1e-9 * scale):
+    if abs(v) <= _zero_below(digits, scale):
         return "0"
     text = f"{v:.{digits}g}"
     return "0" if text in ("-0", "0") else text
@@ -271,7 +285,77 @@ def value_hashes(grade_id: str, x) -> list | None:
         c = _canonical(x, digits)
         if c is None:
             return None
-        out.append(hashlib.sha256(f"{grade_id}\x00{c}".encode("utf-8")).hexdigest())
+        out.append(_salted(grade_id, c))
+    return out
+
+
+def _salted(grade_id: str, canonical: str) -> str:
+    return hashlib.sha256(f"{grade_id}\x00{canonical}".encode("utf-8")).hexdigest()
+
+
+def _canonical_near(x, digits: int, rtol: float, atol: float, limit: int):
+    """Every canonical text (see :func:`_canonical`) of a value within ``rtol * |v| + atol`` of
+    ``x`` element by element, or None when there would be more than ``limit`` of them."""
+    if isinstance(x, str) or x is None:
+        return {_canonical(x, digits)}
+    if isinstance(x, (list, tuple)) and any(isinstance(v, str) or v is None for v in x):
+        options = [_canonical_near(v, digits, rtol, atol, limit) for v in x]
+        if any(o is None or None in o for o in options):
+            return None
+        return _joined(options, "t(", "|", ")", limit)
+    if _canonical(x, digits) is None:
+        return {None}
+    arr = np.asarray(x).astype(float)
+    flat = arr.ravel()[:100_000]
+    finite = flat[np.isfinite(flat)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    scales = (scale * (1 - rtol) - atol, scale, scale * (1 + rtol) + atol)
+    options = []
+    for v in map(float, flat):
+        d = rtol * abs(v) + atol if math.isfinite(v) else 0.0
+        # rounding is monotonic in v, and d is far smaller than a unit of the 5th digit, so the
+        # interval's two ends and its middle give every text a value in it can have
+        options.append(
+            sorted(
+                {_number_text(w, digits, max(s, 0.0)) for w in (v - d, v, v + d) for s in scales}
+            )
+        )
+    return _joined(options, f"a{arr.shape}:", ",", "", limit)
+
+
+def _joined(options: list, head: str, sep: str, tail: str, limit: int):
+    import itertools
+
+    count = 1
+    for o in options:
+        count *= len(o)
+        if count > limit:
+            return None
+    return {head + sep.join(parts) + tail for parts in itertools.product(*options)}
+
+
+def value_hashes_near(grade_id: str, x, rtol: float, atol: float, limit: int = 256):
+    """For each of the two roundings of :func:`value_hashes`, the set of hashes that a value
+    within ``rtol * |v| + atol`` of ``x`` (element by element) can have; None when ``x`` has
+    more than ``limit`` such values (then only an exact match can be recognised).
+
+    The drift check uses it: a stored hash that is in the set belongs to a value within the
+    tolerance of the freshly computed one, so it is up to date.
+
+    >>> a = 1.234565; b = math.nextafter(a, 2)  # one unit in the last place apart
+    >>> [x == y for x, y in zip(value_hashes("q", a), value_hashes("q", b))]  # 6 digits differ
+    [False, True]
+    >>> [x in near for x, near in zip(value_hashes("q", a), value_hashes_near("q", b, 1e-9, 0))]
+    [True, True]
+    >>> [x in near for x, near in zip(value_hashes("q", 1.23458), value_hashes_near("q", b, 1e-9, 0))]
+    [False, True]
+    """
+    out = []
+    for digits in (6, 5):
+        texts = _canonical_near(x, digits, rtol, atol, limit)
+        if texts is None or None in texts:
+            return None
+        out.append({_salted(grade_id, c) for c in texts})
     return out
 
 

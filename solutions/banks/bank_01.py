@@ -446,7 +446,7 @@ register(
         points=2,
         kind="manual",
         prompt="In two or three sentences: the token 'sat' needs both who sat ('cat') and where "
-        "('mat'). Why can one attention head not deliver both at full strength, and what would "
-        "two heads change?",
+        "('mat'). Why can one attention head not deliver both independently of each other, and "
+        "what would two heads change?",
     )
 )
