@@ -16,6 +16,7 @@ from . import sandbox
 from .collect import Submission, collect, normalise_name
 from .course import Course, find_course
 from .grader import Options, grade_submissions, load_templates
+from .untrusted import clean_text, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
 
@@ -24,6 +25,8 @@ def grade_command(args) -> int:
     """``mha-course grade``: exit 0 when every row is ok, 1 when any is not (or a manual score
     could not be merged), 2 for a usage error (nothing written)."""
     from . import gradebook as gb
+
+    safe_console()  # a name the terminal cannot show is escaped, never an error
 
     def usage(message):
         print(f"mha-course grade: {message}", file=sys.stderr)
@@ -77,7 +80,7 @@ def grade_command(args) -> int:
         a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
         for a, t in templates.items()
     }
-    new_records = [gb.row_record(r) for r in rows]
+    new_records = [_record(gb, r) for r in rows]
     records, counts = gb.merge_rows(new_records, old_records, manual_ids)
     problems: list = []
     merged = 0
@@ -97,8 +100,11 @@ def grade_command(args) -> int:
         f"wrote {out}: {counts['added']} rows added, {counts['replaced']} replaced, "
         f"{counts['kept']} kept"
     )
+    unwritten: list = []
     if args.feedback and rows:
-        files = gb.write_feedback(rows, args.feedback)
+        files = gb.write_feedback(rows, args.feedback, failed=unwritten)
+        for student, assignment, why in unwritten:
+            print(f"could not write the feedback of {student} ({assignment}): {why}")
         print(
             f"wrote feedback for {len(files)} student-assignment pairs to {args.feedback}/"
             "<assignment>/<student>.md (and .html)"
@@ -126,7 +132,25 @@ def grade_command(args) -> int:
                 f"  {r['student']} ({r['assignment'] or '?'}): {r['status']}"
                 + (f" - {r['notes'][0]}" if r["notes"] else "")
             )
-    return 1 if bad or problems else 0
+    return 1 if bad or problems or unwritten else 0
+
+
+def _record(gb, row: dict) -> dict:
+    """The gradebook record of a row; a row that cannot be made into one becomes an error
+    record (who, and why), so every other row is still written."""
+    try:
+        return gb.row_record(row)
+    except Exception as exc:
+        return {
+            "student": clean_text(row.get("student"), max_chars=200),
+            "assignment": clean_text(row.get("assignment"), max_chars=200),
+            "total": "0",
+            "max": "",
+            "late": "no",
+            "pending": "0",
+            "status": "grader-error",
+            "notes": f"this row could not be written ({type(exc).__name__}); regrade it",
+        }
 
 
 def _sync_rows(rows, records, templates):

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 from .collect import normalise_name
+from .untrusted import clean_text
 from .verdict import STATUSES
 
 __all__ = [
@@ -242,12 +243,40 @@ def write_gradebook(records: list, out, question_ids: list) -> Path:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
     w.writerow(columns)
-    for rec in sorted(
-        records, key=lambda r: (r["assignment"], normalise_name(r["student"]).casefold())
-    ):
-        w.writerow([neutralise(rec.get(c, "")) for c in columns])
+    for rec in sorted(records, key=_sort_key):
+        try:  # one row that cannot be written becomes an error row; the others are written
+            line = io.StringIO()
+            csv.writer(line, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(
+                [neutralise(clean_text(rec.get(c, ""))) for c in columns]
+            )
+        except Exception as exc:
+            line = io.StringIO()
+            csv.writer(line, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(
+                [neutralise(x) for x in _error_record(rec, exc, columns)]
+            )
+        buf.write(line.getvalue())
     _atomic_write(Path(out), buf.getvalue())
     return Path(out)
+
+
+def _sort_key(rec) -> tuple:
+    try:
+        return (str(rec["assignment"]), normalise_name(str(rec["student"])).casefold())
+    except Exception:
+        return ("", "")
+
+
+def _error_record(rec, exc: BaseException, columns: list) -> list:
+    """The gradebook line of a record that could not be written: who, and why."""
+    get = rec.get if isinstance(rec, dict) else (lambda key, default="": default)
+    fixed = {
+        "student": clean_text(get("student", ""), max_chars=200),
+        "assignment": clean_text(get("assignment", ""), max_chars=200),
+        "status": "grader-error",
+        "notes": f"this row could not be written ({type(exc).__name__}); its points are not "
+        "in the gradebook: regrade this submission",
+    }
+    return [fixed.get(c, "") for c in columns]
 
 
 # --- feedback --------------------------------------------------------------------------------
@@ -346,9 +375,11 @@ def feedback_html(student: str, row: dict) -> str:
     )
 
 
-def write_feedback(rows: list, folder) -> list[Path]:
+def write_feedback(rows: list, folder, failed: list | None = None) -> list[Path]:
     """Write ``folder/<assignment>/<student>.md`` and ``.html`` for every row with an assignment
-    (rows of one student for one assignment share a file only when they are duplicates)."""
+    (rows of one student for one assignment share a file only when they are duplicates).
+    A file that cannot be written is skipped and, with ``failed``, listed there as
+    ``(student, assignment, why)``; every other file is written."""
     groups: dict = {}
     for r in rows:
         groups.setdefault(
@@ -357,22 +388,30 @@ def write_feedback(rows: list, folder) -> list[Path]:
     used: dict = {}
     written = []
     for (assignment, student), rs in sorted(groups.items()):
-        base = safe_name(student)
-        key = (assignment, base.casefold())
-        if key in used and used[key] != student:  # belt and braces: never two students in one file
-            base = f"{base}-{hashlib.sha256(student.encode()).hexdigest()[:10]}"
-        used[(assignment, base.casefold())] = student
-        md = "\n".join([f"# Feedback for {student}", ""] + [line for r in rs for line in _lines(r)])
-        path = Path(folder) / assignment / f"{base}.md"
-        _atomic_write(path, md)
-        _atomic_write(
-            path.with_suffix(".html"),
-            "\n".join(feedback_html(student, r) for r in rs[:1])
-            if len(rs) == 1
-            else _multi_html(student, rs),
-        )
-        written.append(path)
+        try:  # one student's feedback that cannot be written costs only that file
+            written.append(_write_feedback_group(folder, assignment, student, rs, used))
+        except Exception as exc:
+            if failed is not None:
+                failed.append((student, assignment, f"{type(exc).__name__}"))
     return written
+
+
+def _write_feedback_group(folder, assignment, student, rs, used) -> Path:
+    base = safe_name(student)
+    key = (assignment, base.casefold())
+    if key in used and used[key] != student:  # belt and braces: never two students in one file
+        base = f"{base}-{hashlib.sha256(student.encode()).hexdigest()[:10]}"
+    used[(assignment, base.casefold())] = student
+    md = "\n".join([f"# Feedback for {student}", ""] + [line for r in rs for line in _lines(r)])
+    path = Path(folder) / assignment / f"{base}.md"
+    _atomic_write(path, md)
+    _atomic_write(
+        path.with_suffix(".html"),
+        "\n".join(feedback_html(student, r) for r in rs[:1])
+        if len(rs) == 1
+        else _multi_html(student, rs),
+    )
+    return path
 
 
 def _multi_html(student, rows) -> str:
