@@ -27,6 +27,7 @@ def grade_command(args) -> int:
     from . import gradebook as gb
 
     safe_console()  # a name the terminal cannot show is escaped, never an error
+    _end_sandboxes_on_sigterm()
 
     def usage(message):
         print(f"mha-course grade: {message}", file=sys.stderr)
@@ -133,6 +134,24 @@ def grade_command(args) -> int:
                 + (f" - {r['notes'][0]}" if r["notes"] else "")
             )
     return 1 if bad or problems or unwritten else 0
+
+
+def _end_sandboxes_on_sigterm() -> None:
+    """On SIGTERM, end every running sandbox at once (and start no new one), then exit."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        sandbox.kill_all()
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except (ValueError, OSError):
+        pass
 
 
 def _record(gb, row: dict) -> dict:
