@@ -263,20 +263,20 @@ def test_a_row_or_feedback_that_cannot_be_written_costs_only_itself(tmp_path, mo
     require_sandbox()
     for student in ("ann", "bob", "cy"):
         write_nb(tmp_path / "subs", student, make_notebook())
-    real_record, real_group = gradebook.row_record, gradebook._write_feedback_group
+    real_record, real_write = gradebook.row_record, gradebook._write_feedback_row
 
     def record(row, *a, **k):
         if row["student"] == "bob":
             raise OverflowError("cannot write this row")
         return real_record(row, *a, **k)
 
-    def group(folder, assignment, student, rs, used):
-        if student == "cy":
+    def write(folder, row, used):
+        if row["student"] == "cy":
             raise OSError(28, "No space left on device")
-        return real_group(folder, assignment, student, rs, used)
+        return real_write(folder, row, used)
 
     monkeypatch.setattr(gradebook, "row_record", record)
-    monkeypatch.setattr(gradebook, "_write_feedback_group", group)
+    monkeypatch.setattr(gradebook, "_write_feedback_row", write)
     book, fb = tmp_path / "book.csv", tmp_path / "fb"
     code = main(
         [

@@ -34,7 +34,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -180,9 +180,11 @@ def _row(
 ) -> dict:
     qs = t.questions if t else []
     return {
+        "student_id": sub.student_id,
         "student": sub.student,
         "assignment": assignment,
         "file": sub.display,
+        "shown": sub.shown,
         "late": sub.late,
         "status": status,
         "points": {q.grade_id: 0.0 for q in qs},
@@ -213,7 +215,17 @@ def grade_submission(sub: Submission, templates: dict, opts: Options, seed: int)
     row["timing"]["wall"] = round(time.time() - t0, 4)
     if not opts.isolate:
         row["notes"].append(UNISOLATED_NOTE)
+    row["notes"] = [_no_paths(n, sub) for n in row["notes"]]
     return row
+
+
+def _no_paths(note: str, sub: Submission) -> str:
+    """A note without the instructor's paths: the submission's own path is shown as the
+    instructor gave it (relative), any other absolute path by its last component."""
+    text = str(note)
+    if sub.display and sub.display != sub.shown:
+        text = text.replace(str(sub.display), sub.shown)
+    return re.sub(r"(?<![\w.])/(?:[^\s/:;,'\"]+/)+([^\s/:;,'\"]+)", r"\1", text)
 
 
 def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
@@ -385,9 +397,11 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         notes.append("the program printed more than 1 MiB (discarded)")
     status = next(s for s in RUN_STATUS_ORDER if s in flags or s == "ok")
     return {
+        "student_id": sub.student_id,
         "student": sub.student,
         "assignment": assignment,
         "file": sub.display,
+        "shown": sub.shown,
         "late": sub.late,
         "status": status,
         "points": points,
@@ -586,8 +600,10 @@ class Progress:
 
 
 def grade_submissions(
-    subs, templates, jobs=2, opts: Options | None = None, seed=None, progress=False
+    subs, templates, jobs=2, opts: Options | None = None, seed=None, progress=False, picks=None
 ) -> list[dict]:
+    """Grade every submission (one row each, in order); copies of one student's assignment are
+    resolved by :func:`resolve_copies` (``picks``: the instructor's earlier choices)."""
     opts = opts or Options()
     seed = secrets.randbits(63) if seed is None else int(seed)
     bar = Progress(len(subs), enabled=progress)
@@ -601,7 +617,7 @@ def grade_submissions(
 
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
         rows = list(pool.map(one, subs))
-    _mark_duplicates(rows)
+    resolve_copies(rows, subs, picks)
     return [clean_row(r) for r in rows]
 
 
@@ -619,8 +635,10 @@ def grade_paths(
 ) -> list[dict]:
     """Grade every submission under ``paths``; return one row (a dict) per submission.
 
-    Each row has ``student, assignment, file, late, status, points {grade_id: points or
-    "pending"}, questions {grade_id: verdict}, total, max, pending, notes`` and ``timing``.
+    Each row has ``student_id, student, assignment, file, shown, late, status, points
+    {grade_id: points or "pending"}, questions {grade_id: verdict}, total, max, pending,
+    notes`` and ``timing``. ``file`` is the path graded, ``shown`` the same relative to the
+    folder given (what the gradebook and feedback show).
     ``seed`` fixes the hidden cases (default: a new one every run). ``course`` is the course
     folder (default: the one around the current directory).
     """
@@ -640,20 +658,58 @@ def grade_paths(
         collection.close()
 
 
-def _mark_duplicates(rows):
+def resolve_copies(rows: list, subs: list, picks: dict | None = None) -> None:
+    """One counted row per (student_id, assignment); the other copies say ``superseded``.
+
+    The rule (documented in the instructor guide, the same on every full regrade): a file the
+    instructor gave by itself, or recorded as picked in the gradebook (``picks``: key ->
+    file as shown), counts; otherwise the latest copy: Canvas's resubmission number (``-1``,
+    ``-2``), then its submission number, then the file's modification time, then its name.
+    """
+    picks = picks or {}
     groups: dict = {}
-    for row in rows:
-        if row["assignment"]:
-            key = (normalise_name(row["student"]).casefold(), row["assignment"])
-            groups.setdefault(key, []).append(row)
-    for (_, assignment), group in groups.items():
+    for row, sub in zip(rows, subs):
+        if row["assignment"] and row["status"] != "missing":
+            groups.setdefault(row_key(row), []).append((row, sub))
+    for key, group in groups.items():
         if len(group) < 2:
+            row, sub = group[0]
+            if sub.picked:
+                row["notes"].append("picked by the instructor (graded by itself)")
             continue
-        files = ", ".join(r["file"] for r in group)
-        names = sorted({r["student"] for r in group})
-        for r in group:
-            r["notes"].append(
-                f"duplicate: {len(group)} submissions of {assignment} from "
-                f"{' / '.join(names)} ({files}); graded status was {r['status']}"
+        picked = picks.get(key)
+        group.sort(
+            key=lambda item, picked=picked: (
+                item[1].picked or _same_file(item[0]["shown"], picked),
+                tuple(item[1].rank),
             )
-            r["status"] = "duplicate"
+        )
+        (winner, wsub), losers = group[-1], group[:-1]
+        why = (
+            "picked by the instructor"
+            if wsub.picked or _same_file(winner["shown"], picked)
+            else "the latest copy counts"
+        )
+        others = ", ".join(
+            f"{r['shown']} ({r['status']}, {r['total']:g} of {r['max']:g})" for r, _ in losers
+        )
+        winner["notes"].append(
+            f"{len(group)} copies of {winner['assignment']}; this one counts ({why}); "
+            f"not counted: {others}"
+        )
+        for r, _ in losers:
+            r["notes"].append(
+                f"not counted: {winner['shown']} counts instead (status was {r['status']})"
+            )
+            r["status"] = "superseded"
+
+
+def _same_file(shown: str, picked) -> bool:
+    """Whether a file as shown now is the one picked earlier (shown relative to another
+    folder, perhaps: the file name decides; Canvas and Moodle names are unique)."""
+    return bool(picked) and PurePosixPath(shown).name == PurePosixPath(str(picked)).name
+
+
+def row_key(row) -> tuple:
+    """The key of a gradebook row: (student_id, assignment)."""
+    return (normalise_name(row["student_id"]).casefold(), row["assignment"] or "")

@@ -289,7 +289,14 @@ def selfcheck_data(released, questions) -> dict:
     per question, what the learner's check may know. Function questions: the public cases, the
     expected outputs on them and each classic mistake's outputs. Value questions: salted
     hashes of the expected value and of each mistake (never the value). No reference code."""
-    from .judge import expected_outputs, public_cases, question_meta, value_hashes, value_info
+    from .judge import (
+        case_traits,
+        expected_outputs,
+        public_cases,
+        question_meta,
+        value_hashes,
+        value_info,
+    )
     from .program import template_from_notebook
 
     out = []
@@ -302,6 +309,7 @@ def selfcheck_data(released, questions) -> dict:
                 "cases": [codec.encode(tuple(c)) for c in cases],
                 "expected": [codec.encode(e) for e in expected],
                 "mistakes": [codec.encode([_no_output_marker(v) for v in row]) for row in mistakes],
+                "traits": case_traits(q, cases),
             }
         elif q.kind == "value":
             entry["public"] = {

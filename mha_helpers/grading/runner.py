@@ -257,6 +257,7 @@ def main(argv=None) -> int:
                         "value": codec.encode(r.value, budget, max_string=1000),
                         "raised": list(r.raised) if r.raised else None,
                         "mutated": r.mutated,
+                        "where": r.where,
                     }
                     for r in results
                 ]

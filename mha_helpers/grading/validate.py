@@ -76,18 +76,9 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
     """Run one notebook as the grader will; return ``{"assignment", "verdicts", "warnings"}``."""
     isolate = isolation_for(path)
     nb, notes = read_notebook(Path(path), 20 * 2**20)
-    md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
-    assignment = (
-        (md.get("mha_course") or {}).get("assignment")
-        if isinstance(md.get("mha_course"), dict)
-        else None
-    )
-    if not isinstance(assignment, str):
-        raise Rejected(
-            "unknown-assignment",
-            "this notebook has no assignment metadata: is it one "
-            "of the course's exercise notebooks?",
-        )
+    assignment, how = identify_assignment(nb)
+    if assignment is None:
+        raise Rejected("unknown-assignment", how)
     try:
         data = assignment_data(assignment)
     except NoData:
@@ -95,6 +86,8 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
             "unknown-assignment",
             f"no self-check data for assignment {assignment!r} (update the course package)",
         ) from None
+    if how:
+        notes.append(how)
     program = build_program(data["template"], notebook_cells(nb))
     warnings = [n for n in notes]
     exprs = data["template"]["exprs"]
@@ -165,6 +158,43 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
     return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
 
 
+def identify_assignment(nb: dict) -> tuple[str | None, str | None]:
+    """The exercise a notebook is, as the grader finds it: its metadata, else the answer cells'
+    ``grade_id``s (an editor may drop notebook metadata). Returns ``(assignment, how)``;
+    ``how`` is None when the metadata said it, an explanation otherwise."""
+    from .check import DATA_DIR
+
+    md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    course = md.get("mha_course") if isinstance(md.get("mha_course"), dict) else {}
+    name = course.get("assignment")
+    if isinstance(name, str) and (DATA_DIR / f"{name}.json").is_file():
+        return name, None
+    ids = set()
+    for c in nb.get("cells", []):
+        cmd = c.get("metadata") if isinstance(c, dict) else None
+        nbg = cmd.get("nbgrader") if isinstance(cmd, dict) else None
+        if isinstance(nbg, dict) and isinstance(nbg.get("grade_id"), str):
+            ids.add(nbg["grade_id"])
+    best, overlap = None, 0
+    for path in sorted(DATA_DIR.glob("*.json")) if DATA_DIR.is_dir() else []:
+        try:
+            answer_ids = {
+                c.get("grade_id")
+                for c in assignment_data(path.stem)["template"]["cells"]
+                if c.get("kind") in ("answer", "written")
+            }
+        except (NoData, KeyError, TypeError, ValueError):
+            continue
+        if len(ids & answer_ids) > overlap:
+            best, overlap = path.stem, len(ids & answer_ids)
+    if best is None:
+        return None, (
+            "this notebook has no assignment metadata and no answer cells of the course's "
+            "exercises: is it one of the course's exercise notebooks?"
+        )
+    return best, "assignment identified from its answer cells' grade_id (no notebook metadata)"
+
+
 def _verdict(q: dict, meta: dict, rec) -> dict:
     if not isinstance(rec, dict) or rec.get("status") in ("undefined", "none"):
         return not_attempted(meta)
@@ -184,11 +214,25 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
         return not_attempted(meta) | {"status": "error", "message": "could not read the result"}
     expected = [codec.decode(e) for e in pub["expected"]]
     return function_verdict(
-        meta, results, expected, _decode_mistakes(pub["mistakes"]), len(expected), helpers
+        meta,
+        results,
+        expected,
+        _decode_mistakes(pub["mistakes"]),
+        len(expected),
+        helpers,
+        pub.get("traits"),
     )
 
 
 def validate_command(paths, timeout: float = 120.0) -> int:
+    """Exit 0 when everything passes, 1 when something does not, 2 for a usage error (a
+    notebook that does not exist)."""
+    import sys
+
+    absent = [str(p) for p in paths if not Path(p).is_file()]
+    if absent:
+        print(f"mha-course validate: no such notebook: {', '.join(absent)}", file=sys.stderr)
+        return 2
     all_ok = True
     for path in paths:
         print(f"== {path}")
