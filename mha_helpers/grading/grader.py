@@ -473,6 +473,8 @@ def _in_grader_words(report: dict, specs: dict, t, seed: int) -> dict:
         for row in rec.get("results") or []:
             if row.get("raised"):
                 row["raised"] = [_known(row["raised"][0], KNOWN_EXCEPTIONS, "Exception"), ""]
+            if "where" in row:
+                row["where"] = None  # the learner's own code and names: from the public run only
             mutated = row.get("mutated") or []
             named = [m for m in mutated if m in params]  # the reference's own argument names
             row["mutated"] = named or (["one of the arguments"] if mutated else [])
@@ -489,8 +491,9 @@ def _has_student_text(report: dict, t, seed: int) -> bool:
         if q.kind != "function" or not isinstance(rec, dict):
             continue
         n_public = expected_cases(q, seed)[0]
-        if any(row.get("raised") for row in (rec.get("results") or [])[:n_public]):
-            return True
+        for row in (rec.get("results") or [])[:n_public]:
+            if row.get("raised") and row["raised"][0] != "NotImplementedError":  # a stub
+                return True
     return False
 
 
@@ -531,6 +534,13 @@ def _with_public_texts(report: dict, program, specs: dict, t, seed: int, opts) -
         for row, their in list(zip(rows, their_rows))[: n_public.get(gid, 0)]:
             if row.get("raised") and their.get("raised") and their["raised"][0] == row["raised"][0]:
                 row["raised"][1] = clean_text(their["raised"][1], max_chars=300)
+                where = their.get("where")
+                if isinstance(where, dict) and "where" in row:
+                    row["where"] = {
+                        k: (v if k == "line" else clean_text(v, max_chars=160))
+                        for k, v in where.items()
+                        if v is not None
+                    }
     return report
 
 

@@ -73,7 +73,24 @@ def _answer(rec, where: str, kind: str | None) -> None:
         _need(len(results) <= MAX_CASES, f"{where}.results", f"more than {MAX_CASES} cases")
         for i, row in enumerate(results):
             w = f"{where}.results[{i}]"
-            _need(isinstance(row, dict) and set(row) <= {"value", "raised", "mutated"}, w, "bad")
+            _need(
+                isinstance(row, dict) and set(row) <= {"value", "raised", "mutated", "where"},
+                w,
+                "bad",
+            )
+            where = row.get("where")
+            if where is not None:
+                _need(
+                    isinstance(where, dict)
+                    and set(where) <= {"function", "line", "code", "caller"},
+                    f"{w}.where",
+                    "bad",
+                )
+                for key, limit in (("function", 60), ("code", 160), ("caller", 60)):
+                    if where.get(key) is not None:
+                        _text(where[key], f"{w}.where.{key}", limit)
+                if where.get("line") is not None:
+                    _count(where["line"], f"{w}.where.line", 10**7)
             raised = row.get("raised")
             if raised is not None:
                 _need(isinstance(raised, list) and len(raised) == 2, f"{w}.raised", "bad")
