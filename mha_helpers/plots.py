@@ -362,7 +362,7 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
             items.append(Label(ox + ow / 2, sy, f"({nn}, {d_head})", size=fs))
     if shown < h:
         items.append(
-            Label(qx, top + band + 1.6, f"(heads 0\u2013{shown - 1} of {h} drawn; the others "
+            Label(qx, top + band + 3.4, f"(heads 0\u2013{shown - 1} of {h} drawn; the others "
                   "work the same way)", size=fs, anchor="start")
         )  # fmt: skip
 
@@ -379,8 +379,10 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
         xe = cx + cw * (a + b + 1) / 2 / d_model
         ye = cy - 0.3 if ly < cy else cy + ch + 0.3
         items.append(Arrow(ox + ow + 0.3, ly, xe, ye, colour=head_colour(i), width=1.0))
-    items.append(Label(cx + cw / 2, cy + ch + 2.6, f"({nn}, {d_model})", size=fs))
-    items.append(Label(cx + cw / 2, cy + ch + 4.9, "o_i fills block i", size=fs))
+    # (its labels go under the lanes, where no arrow from an o_i crosses them)
+    items.append(
+        Label(cx + cw / 2, top + band + 0.4, f"({nn}, {d_model}): o_i fills block i", size=fs)
+    )
 
     # W_O: block i of the concatenation meets only row block i
     wy = cy + ch / 2 - ws / 2

@@ -261,3 +261,13 @@ def test_an_error_on_a_hidden_case_shows_neither_its_text_nor_the_code():
     assert r["status"] == "error" and "hidden" in r["message"]
     assert "0.123" not in r["message"] and "if mask" not in r["message"]
     assert "mask is not None" in r["hint"]  # the grader's own words for a known error
+
+
+def test_hidden_case_type_and_error_hints_repeat_no_number_from_the_case():
+    hidden = [CaseResult(value=0.0), CaseResult(value=1234.0)]
+    r = function_verdict(_meta(mistakes=[]), hidden, [0, 1234], [[], []], n_public=1)
+    assert r["status"] == "failed" and "float" in r["message"] and "1234" not in r["message"]
+    text = "operands could not be broadcast together with shapes (7,9) (9,7)"
+    assert "(7, 9)" in error_hint("ValueError", text)
+    hint = error_hint("ValueError", text, public=False)
+    assert "transposed" in hint and "7" not in hint and "9" not in hint

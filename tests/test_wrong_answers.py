@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
 import pytest
 from wrong_answers import BATTERY, measure, summary
 
@@ -77,3 +78,17 @@ def _differs(a, b) -> bool:
     if a is NO_OUTPUT:
         return False
     return difference(b, a, equal_nan=True) is not None
+
+
+def test_the_self_check_and_the_graders_rules_give_every_wrong_answer_the_same_verdict():
+    """The diagnosis (matching, the property that breaks an answer, error hints) is the judge's,
+    so the learner's check and :func:`evaluate` (the grader's rules, expected outputs computed
+    from the bank) agree on every answer of the battery."""
+    from mha_helpers.grading.check import evaluate
+
+    for w in BATTERY:
+        with np.errstate(all="ignore"):
+            mine = self_check(w.grade_id, w.answer)
+            theirs = evaluate(REGISTRY[w.grade_id], w.answer)
+        key = ("status", "points", "hint", "message")
+        assert [mine.get(k) for k in key] == [theirs.get(k) for k in key], (w.grade_id, w.name)

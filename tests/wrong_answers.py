@@ -987,3 +987,62 @@ wrong(G, "no scale", "not scaled")(lambda *a: _tiles(*a, slip="no scale"))
 wrong(G, "not divided", "without dividing")(lambda *a: _tiles(*a, slip="not divided"))
 wrong(G, "scaled by sqrt(d_v)", "d_v", "sqrt(d_k)")(lambda *a: _tiles(*a, slip="d_v"))
 wrong(G, "blocks one key short", "block")(lambda *a: _tiles(*a, slip="short"))
+
+
+# --- slips no bank lists: the verdict can only find the property that breaks them ---------------
+
+
+@wrong("q02_full_layer", "heads merged in reverse order", "with several heads")
+def _(x, w_q, w_k, w_v, w_o, h, mask=None):
+    b, n, d = x.shape
+    dh = d // h
+    qh, kh, vh = ((x @ w).reshape(b, n, h, dh).transpose(0, 2, 1, 3) for w in (w_q, w_k, w_v))
+    s = qh @ kh.swapaxes(-1, -2) / np.sqrt(dh)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    o = (_softmax(s) @ vh)[:, ::-1]  # head order reversed before the merge
+    return o.transpose(0, 2, 1, 3).reshape(b, n, d) @ w_o
+
+
+@wrong("q05_gqa", "KV heads repeated along the tokens", "shared", "group")
+def _(x, w_q, w_k, w_v, w_o, h, g):
+    n, d = x.shape
+    dh = d // h
+    q = (x @ w_q).reshape(n, h, dh).transpose(1, 0, 2)
+    k = (x @ w_k).reshape(n, g, dh).transpose(1, 0, 2)
+    v = (x @ w_v).reshape(n, g, dh).transpose(1, 0, 2)
+    k = np.repeat(k, h // g, axis=1).reshape(h, n, dh)  # repeats tokens, then cuts into heads
+    v = np.repeat(v, h // g, axis=1).reshape(h, n, dh)
+    o = _softmax(q @ k.transpose(0, 2, 1) / np.sqrt(dh)) @ v
+    return o.transpose(1, 0, 2).reshape(n, d) @ w_o
+
+
+@wrong("q07_padding_causal_mask", "padding on queries and keys", "padding")
+def _(lengths, n):
+    lengths = np.asarray(lengths)
+    valid = np.arange(n) < lengths[:, None]
+    return np.tril(np.ones((n, n), bool))[None] & valid[:, None, :] & valid[:, :, None]
+
+
+@wrong("q01_masked_attention", "the first query's mask row for every query", "with a mask")
+def _(q, k, v, mask):
+    s = np.where(mask[0], q @ k.T / np.sqrt(q.shape[-1]), -np.inf)
+    w = _softmax(s)
+    return w @ v, w
+
+
+@wrong("q04_params", "biases of K and V counted as d_model", "bias")
+def _(d_model, num_heads, num_kv_heads, bias):
+    d_head = d_model // num_heads
+    weights = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
+    return weights + ((num_heads * d_head + 2 * d_model + d_model) if bias else 0)
+
+
+value("q02_weights_shape", "stacked", (10, 5), "head axis")
+value("q04_changes_with_h", "nothing", (False, False, False, False), "halves")
+value("q06_roles_seed7", "both previous", ("previous", "previous"), "different roles")
+
+
+@wrong("q01_scores", "scaled by the token count's root, written with len(x)", "number of tokens")
+def _(x, w_q, w_k):
+    return (x @ w_q) @ (x @ w_k).T / np.sqrt(len(x))

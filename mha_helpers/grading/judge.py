@@ -156,11 +156,12 @@ INT_COUNT_WHY = (
 )
 
 
-def _type_problem(want, got, answer_type: str = "") -> str | None:
+def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str | None:
     """Why ``got`` has the wrong *type* for ``want`` (``None`` when the type is fine).
 
     A boolean array is answered only by a boolean array; an integer (a count) only by an
-    integer, never a float or a bool."""
+    integer, never a float or a bool. Without ``public`` (a hidden case) the answer's value is
+    not shown."""
     if answer_type == "bool" or (isinstance(want, np.ndarray) and want.dtype.kind == "b"):
         if isinstance(got, np.ndarray) and got.dtype.kind != "b":
             return f"your mask has dtype {got.dtype}, not bool. {BOOL_MASK_WHY}"
@@ -177,7 +178,8 @@ def _type_problem(want, got, answer_type: str = "") -> str | None:
         if isinstance(got, (int, np.integer)):
             return None
         if isinstance(got, (float, np.floating)):
-            return f"your answer is the float {float(got)!r}, not an int. {INT_COUNT_WHY}"
+            shown = f" {float(got)!r}" if public else ""
+            return f"your answer is the float{shown}, not an int. {INT_COUNT_WHY}"
         if isinstance(got, np.ndarray) and got.ndim == 0 and got.dtype.kind in "iu":
             return None
         if isinstance(got, np.ndarray) and got.ndim == 0:
@@ -273,8 +275,9 @@ KNOWN_ERRORS = (
 _SHAPES = re.compile(r"\(([\d, ]+)\)")
 
 
-def error_hint(kind: str, text: str) -> str:
-    """The targeted hint for a known kind of error (``""`` when none fits)."""
+def error_hint(kind: str, text: str, public: bool = True) -> str:
+    """The targeted hint for a known kind of error (``""`` when none fits). Without ``public``
+    (a hidden case) no size from the message is repeated."""
     low = f"{kind}: {text}".lower()
     if "could not be broadcast" in low:
         shapes = [tuple(int(v) for v in m.split(",") if v.strip()) for m in _SHAPES.findall(text)]
@@ -282,11 +285,16 @@ def error_hint(kind: str, text: str) -> str:
         for a in shapes:
             for b in shapes:
                 if a != b and a[-2:] == b[-2:][::-1]:
+                    shapes = (
+                        f": one is ({', '.join(map(str, a))}) and the other "
+                        f"({', '.join(map(str, b))})"
+                        if public
+                        else ""
+                    )
                     return (
-                        f"Two arrays do not line up: one is ({', '.join(map(str, a))}) and the "
-                        f"other ({', '.join(map(str, b))}), the same sizes with the last two axes "
-                        "swapped, so one of them is transposed. A mask and the scores are both "
-                        "(n_q, n_k): rows are queries, columns are keys."
+                        f"Two arrays do not line up{shapes}, the same sizes with the last two "
+                        "axes swapped, so one of them is transposed. A mask and the scores are "
+                        "both (n_q, n_k): rows are queries, columns are keys."
                     )
         return (
             "Two arrays' shapes do not line up for an elementwise operation. Print both shapes: "
@@ -336,6 +344,12 @@ TRAITS = {
         "for a single sequence",
         "with several sequences in the batch",
         "each sequence must be handled on its own: keep the batch axis in front",
+    ),
+    "n != d_k": (
+        "when the number of tokens equals the width d_k",
+        "when the number of tokens differs from the width d_k",
+        "somewhere you use the number of tokens (shape[0]) where the width (shape[-1]) belongs, "
+        "or the other way round",
     ),
     "d_k != d_v": (
         "when keys and values have the same width",
@@ -473,7 +487,7 @@ def function_verdict(
                 status="error",
                 case=i,
                 public=public,
-                hint=error_hint(kind, text) or meta["hint"],
+                hint=error_hint(kind, text, public) or meta["hint"],
                 message=message,
             )
             if public:
@@ -501,7 +515,7 @@ def function_verdict(
         diff = difference(want, res.value, rtol, atol)
         passed.append(diff is None)
         if type_note is None:
-            problem = _type_problem(want, res.value, answer_type)
+            problem = _type_problem(want, res.value, answer_type, public)
             if problem:
                 type_note = (i, problem)
         if diff is not None and first is None:

@@ -78,10 +78,12 @@ def _scores_reference(x, w_q, w_k):
 
 
 def _scores_cases(rng):
-    """Sizes chosen so that n, d_k and d_model all differ, and d_k is 4 only in the first case:
-    dividing by a hard-coded 2 (sqrt(4)) or by d_k ** 1/2 (= d_k / 2) fails on the second."""
+    """Sizes chosen so that n, d_k and d_model differ in the first three cases, and d_k is not
+    4 in the second: dividing by a hard-coded 2 (sqrt(4)) or by d_k ** 1/2 (= d_k / 2) fails
+    there. The last case has n = d_k (and d_k = 4), so an answer that takes the token count for
+    the width is right there and wrong elsewhere: the verdict says so."""
     cases = []
-    for n, d_model, d_k in [(3, 8, 4), (5, 12, 3), (2, 10, 6)]:
+    for n, d_model, d_k in [(3, 8, 4), (5, 12, 3), (2, 10, 6), (4, 10, 4)]:
         x = rng.normal(size=(n, d_model))
         w_q = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)
         w_k = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)
@@ -172,7 +174,7 @@ register(
         hint="Q = x @ w_q and K = x @ w_k are (n, d_k); the scores are Q @ K.T / sqrt(d_k), where "
         "d_k = w_q.shape[1].",
         # No course helper returns raw scores, so nothing to forbid here.
-        traits=lambda x, w_q, w_k: ["rectangular"] if x.shape[0] != w_q.shape[1] else [],
+        traits=lambda x, w_q, w_k: ["n != d_k"] if x.shape[0] != w_q.shape[1] else [],
     )
 )
 

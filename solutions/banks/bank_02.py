@@ -127,6 +127,18 @@ register(
                 "whole (n_q, n_k) matrix, and the head axis comes first: (h, n_q, n_k).",
             ),
             Mistake(
+                "heads stacked along the queries",
+                (10, 5),
+                "(10, 5) stacks the heads' matrices on top of each other. Keep a separate head "
+                "axis in front: (h, n, n).",
+            ),
+            Mistake(
+                "d_head wide",
+                (2, 4, 4),
+                "(2, 4, 4) uses d_head = 4 for the matrices. Attention weights compare tokens "
+                "with tokens: each head's matrix is (n, n) = (5, 5), whatever the width.",
+            ),
+            Mistake(
                 "d_model wide",
                 (2, 5, 8),
                 "The weights do not have a feature axis: each of a head's n queries has one "

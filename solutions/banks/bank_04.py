@@ -311,6 +311,18 @@ register(
                 "can change is the measured time, which is not the same thing.",
             ),
             Mistake(
+                "nothing changes",
+                (False, False, False, False),
+                "d_head = d_model / h halves when h doubles, and every head has its own n x n "
+                "matrix of attention weights, so there are h * n^2 of them.",
+            ),
+            Mistake(
+                "only FLOPs and d_head",
+                (False, True, False, True),
+                "The matrix-product FLOPs do not depend on h (each head does 1/h of the work), "
+                "but the number of attention weights does: h * n^2.",
+            ),
+            Mistake(
                 "d_head fixed",
                 (False, False, True, False),
                 "d_head = d_model / h: doubling h halves each head's width.",

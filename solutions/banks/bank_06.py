@@ -277,6 +277,18 @@ register(
                 "That is the opposite assignment. Measure this model: which head has the larger "
                 "mean attention on t - 1? Roles differ from seed to seed.",
             ),
+            Mistake(
+                "both previous",
+                ("previous", "previous"),
+                "The two heads took different roles: compare the two columns of each head's row "
+                "and name each head by its larger score, then check which head has which.",
+            ),
+            Mistake(
+                "both first",
+                ("first", "first"),
+                "The two heads took different roles: compare the two columns of each head's row "
+                "and name each head by its larger score, then check which head has which.",
+            ),
         ),
         hint="Apply measure_roles to weights7 and name each head by its larger score: column 0 is "
         "'previous', column 1 is 'first'.",
