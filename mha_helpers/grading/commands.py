@@ -16,6 +16,7 @@ from . import sandbox
 from .collect import Submission, collect, normalise_name
 from .course import Course, find_course
 from .grader import Options, grade_submissions, load_templates, row_key
+from .untrusted import clean_text, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
 
@@ -25,6 +26,9 @@ def grade_command(args) -> int:
     included, or a manual score could not be merged), 2 for a usage error (nothing written)."""
     from . import gradebook as gb
     from .lms import RosterError, read_roster
+
+    safe_console()  # a name the terminal cannot show is escaped, never an error
+    _end_sandboxes_on_sigterm()
 
     def usage(message):
         print(f"mha-course grade: {message}", file=sys.stderr)
@@ -120,13 +124,13 @@ def grade_command(args) -> int:
             None,
         )
     factor = 1.0 if late_factor is None else late_factor
-    new_records = [gb.row_record(r, factor) for r in rows]
+    new_records = [_record(gb, r, factor) for r in rows]
     records, counts = gb.merge_rows(new_records, old_records, manual_ids)
     if roster is not None:
         graded = sorted({r["assignment"] for r in rows if r["assignment"]})
         extra = roster_missing(records, roster, graded, templates)
         rows += extra
-        new_records = [gb.row_record(r, factor) for r in extra]
+        new_records = [_record(gb, r, factor) for r in extra]
         records += new_records
         counts["added"] += len(new_records)
     if late_factor is not None:
@@ -151,8 +155,11 @@ def grade_command(args) -> int:
         f"wrote {out}: {counts['added']} rows added, {counts['replaced']} replaced, "
         f"{counts['kept']} kept"
     )
+    unwritten: list = []
     if args.feedback and rows:
-        files = gb.write_feedback(rows, args.feedback)
+        files = gb.write_feedback(rows, args.feedback, failed=unwritten)
+        for student, assignment, why in unwritten:
+            print(f"could not write the feedback of {student} ({assignment}): {why}")
         print(
             f"wrote feedback for {len(files)} student-assignment pairs to {args.feedback}/"
             "<assignment>/<name>_<student_id>.md (and .html)"
@@ -199,7 +206,47 @@ def grade_command(args) -> int:
                 + f" ({r['assignment'] or '?'}): {r['status']}"
                 + (f" - {r['notes'][0]}" if r["notes"] else "")
             )
-    return 1 if bad or problems else 0
+    return 1 if bad or problems or unwritten else 0
+
+
+def _end_sandboxes_on_sigterm() -> None:
+    """On SIGTERM, end every running sandbox at once (and start no new one), then exit."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        sandbox.kill_all()
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except (ValueError, OSError):
+        pass
+
+
+def _record(gb, row: dict, factor: float = 1.0) -> dict:
+    """The gradebook record of a row; a row that cannot be made into one becomes an error
+    record (who, and why), so every other row is still written."""
+    try:
+        return gb.row_record(row, factor)
+    except Exception as exc:
+        return {
+            "student_id": clean_text(row.get("student_id") or row.get("student"), max_chars=200),
+            "student": clean_text(row.get("student"), max_chars=200),
+            "assignment": clean_text(row.get("assignment"), max_chars=200),
+            "total": "0",
+            "max": "",
+            "late": "no",
+            "late_factor": "1",
+            "score": "0",
+            "file": "",
+            "pending": "0",
+            "status": "grader-error",
+            "notes": f"this row could not be written ({type(exc).__name__}); regrade it",
+        }
 
 
 NOT_IN_ROSTER = "not in the roster"
