@@ -8,7 +8,9 @@ For instructors (inside the course folder, or with --course DIR):
 
     mha-course execute [PATH ...]       re-execute lessons/solutions in fresh kernels and store them
     mha-course release [--check]        regenerate exercises/ and the self-check data from solutions/
-    mha-course release --student-copy DIR   write the folder students get (no solutions)
+    mha-course release --student-copy DIR [--for-grading]   write the folder students get
+                                        (no solutions; --for-grading: value answers recorded,
+                                        never confirmed by the self-check)
     mha-course check-solutions          grade every solution notebook; each must score full marks
     mha-course grade PATH ... --out GRADEBOOK.csv [--feedback DIR] [--jobs N] [--timeout S]
                      [--course DIR] [--seed N] [--manual SCORES.csv] [--roster LMS.csv]
@@ -70,9 +72,14 @@ def _cmd_release(args) -> int:
     except CourseNotFound as exc:
         print(f"mha-course release: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "for_grading", False) and not args.student_copy:
+        print("mha-course release: --for-grading goes with --student-copy DIR", file=sys.stderr)
+        return 2
     if args.student_copy:
         try:
-            written = student_copy(course, args.student_copy)
+            written = student_copy(
+                course, args.student_copy, for_grading=getattr(args, "for_grading", False)
+            )
         except ReleaseError as exc:
             print(f"mha-course release: {exc}", file=sys.stderr)
             return 2
@@ -155,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="write the folder students get (no solutions) into DIR (new or empty)",
+    )
+    p.add_argument(
+        "--for-grading",
+        action="store_true",
+        help="with --student-copy: a copy for graded work, whose self-check never confirms an "
+        "exact value or multiple-choice answer (it checks the form and records it)",
     )
     p.add_argument(
         "--course",

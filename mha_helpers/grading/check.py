@@ -219,6 +219,9 @@ def _check(grade_id: str, answer) -> str:
         print(f"{grade_id}: not attempted yet {pts}")
     elif r["status"] == "manual":
         print(f"{grade_id}: written answer, graded by your instructor [{q_points:g} points]")
+    elif r["status"] == "recorded":
+        print(f"{grade_id}: recorded, checked at grading [{q_points:g} points]")
+        print(f"  {r['message']}")
     else:
         print(f"{grade_id}: not yet {pts}")
         print(f"  {r['message']}")

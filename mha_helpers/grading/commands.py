@@ -16,6 +16,7 @@ from . import sandbox
 from .collect import Submission, collect, normalise_name
 from .course import Course, find_course
 from .grader import Options, grade_submissions, load_templates, row_key
+from .untrusted import clean_text, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
 
@@ -25,6 +26,9 @@ def grade_command(args) -> int:
     included, or a manual score could not be merged), 2 for a usage error (nothing written)."""
     from . import gradebook as gb
     from .lms import RosterError, read_roster
+
+    safe_console()  # a name the terminal cannot show is escaped, never an error
+    _end_sandboxes_on_sigterm()
 
     def usage(message):
         print(f"mha-course grade: {message}", file=sys.stderr)
@@ -70,6 +74,7 @@ def grade_command(args) -> int:
     t0 = time.perf_counter()
     rows: list = []
     layouts: list = []
+    expected_assignments: set = set()
     if paths:
         collection = collect(paths)
         layouts = collection.layouts
@@ -94,7 +99,7 @@ def grade_command(args) -> int:
             )
         finally:
             collection.close()
-        extra = expected_missing(rows, subs, templates)
+        extra, expected_assignments = expected_missing(rows, subs, templates)
         rows = [r for r in rows if r["status"] != "superseded"] + extra
         if roster is not None:  # the roster gives every student's missing rows by assignment
             rows = [
@@ -120,13 +125,12 @@ def grade_command(args) -> int:
             None,
         )
     factor = 1.0 if late_factor is None else late_factor
-    new_records = [gb.row_record(r, factor) for r in rows]
-    records, counts = gb.merge_rows(new_records, old_records, manual_ids)
+    new_records = [_record(gb, r, factor) for r in rows]
+    records, counts = gb.merge_rows(new_records, old_records, manual_ids, keep_names=roster is None)
     if roster is not None:
-        graded = sorted({r["assignment"] for r in rows if r["assignment"]})
-        extra = roster_missing(records, roster, graded, templates)
+        extra = roster_missing(records, roster, sorted(expected_assignments), templates)
         rows += extra
-        new_records = [gb.row_record(r, factor) for r in extra]
+        new_records = [_record(gb, r, factor) for r in extra]
         records += new_records
         counts["added"] += len(new_records)
     if late_factor is not None:
@@ -151,8 +155,11 @@ def grade_command(args) -> int:
         f"wrote {out}: {counts['added']} rows added, {counts['replaced']} replaced, "
         f"{counts['kept']} kept"
     )
+    unwritten: list = []
     if args.feedback and rows:
-        files = gb.write_feedback(rows, args.feedback)
+        files = gb.write_feedback(rows, args.feedback, failed=unwritten)
+        for student, assignment, why in unwritten:
+            print(f"could not write the feedback of {student} ({assignment}): {why}")
         print(
             f"wrote feedback for {len(files)} student-assignment pairs to {args.feedback}/"
             "<assignment>/<name>_<student_id>.md (and .html)"
@@ -177,8 +184,9 @@ def grade_command(args) -> int:
     if rows:
         print(gb.summary_text(rows, {a: t.questions for a, t in templates.items()}))
         elapsed = time.perf_counter() - t0
+        graded = sum(1 for r in rows if r["status"] != "missing")
         print(
-            f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {len(rows) / elapsed:.2f} "
+            f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {graded / elapsed:.2f} "
             "submissions/s"
         )
     if args.manual:
@@ -199,7 +207,47 @@ def grade_command(args) -> int:
                 + f" ({r['assignment'] or '?'}): {r['status']}"
                 + (f" - {r['notes'][0]}" if r["notes"] else "")
             )
-    return 1 if bad or problems else 0
+    return 1 if bad or problems or unwritten else 0
+
+
+def _end_sandboxes_on_sigterm() -> None:
+    """On SIGTERM, end every running sandbox at once (and start no new one), then exit."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        sandbox.kill_all()
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except (ValueError, OSError):
+        pass
+
+
+def _record(gb, row: dict, factor: float = 1.0) -> dict:
+    """The gradebook record of a row; a row that cannot be made into one becomes an error
+    record (who, and why), so every other row is still written."""
+    try:
+        return gb.row_record(row, factor)
+    except Exception as exc:
+        return {
+            "student_id": clean_text(row.get("student_id") or row.get("student"), max_chars=200),
+            "student": clean_text(row.get("student"), max_chars=200),
+            "assignment": clean_text(row.get("assignment"), max_chars=200),
+            "total": "0",
+            "max": "",
+            "late": "no",
+            "late_factor": "1",
+            "score": "0",
+            "file": "",
+            "pending": "0",
+            "status": "grader-error",
+            "notes": f"this row could not be written ({type(exc).__name__}); regrade it",
+        }
 
 
 NOT_IN_ROSTER = "not in the roster"
@@ -241,12 +289,16 @@ def _missing_row(student_id, student, assignment, t, note) -> dict:
     }
 
 
-def expected_missing(rows: list, subs: list, templates: dict) -> list:
+UNREADABLE = ("refused", "not-json", "not-a-notebook", "empty", "too-large", "old-format")
+
+
+def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set]:
     """The assignment a download is for is the one most of its notebooks are (a clear
-    majority). A student folder without a notebook becomes that assignment's ``missing`` row;
-    a file uploaded to the wrong assignment is graded as what it is, and the row it was
-    expected to fill says ``missing``, with a note. Returns the rows to add."""
-    extra = []
+    majority). A student folder without a notebook, or a file that could not be read, fills
+    that assignment's row (``missing``, or the file's status); a file uploaded to the wrong
+    assignment is graded as what it is, and the row it was expected to fill says ``missing``,
+    with a note. Returns the rows to add and the assignments the downloads are for."""
+    extra, expected_set = [], set()
     by_batch: dict = {}
     for row, sub in zip(rows, subs):
         by_batch.setdefault(sub.batch, []).append(row)
@@ -260,14 +312,25 @@ def expected_missing(rows: list, subs: list, templates: dict) -> list:
         ranked = sorted(counts.items(), key=lambda kv: -kv[1])
         expected, n = ranked[0]
         if n * 2 <= sum(counts.values()):
-            continue  # no clear majority: nothing is "the" assignment of this download
+            expected_set |= set(counts)  # no clear majority: every assignment is "expected"
+            continue
+        expected_set.add(expected)
         t = templates.get(expected)
+        maximum = float(sum(q.points for q in t.questions)) if t else 0.0
+        have = {row_key(r)[0] for r in batch_rows if r["assignment"] == expected}
         for r in batch_rows:
-            if r["status"] == "missing" and not r["assignment"]:
+            if r["assignment"] or row_key(r)[0] in have:
+                continue
+            if r["status"] == "missing":
                 kept = {"file": r["file"], "shown": r["shown"]}
                 r.update(_missing_row(r["student_id"], r["student"], expected, t, r["notes"][0]))
                 r.update(kept)
-        have = {row_key(r)[0] for r in batch_rows if r["assignment"] == expected}
+            elif r["status"] in UNREADABLE:
+                r.update(assignment=expected, max=maximum)
+                r["notes"].append(f"counted as {expected}, the assignment of its download")
+            else:
+                continue
+            have.add(row_key(r)[0])
         for r in batch_rows:
             if r["status"] == "superseded" or not r["assignment"] or r["assignment"] == expected:
                 continue
@@ -288,7 +351,7 @@ def expected_missing(rows: list, subs: list, templates: dict) -> list:
                 )
             )
             have.add(row_key(r)[0])
-    return extra
+    return extra, expected_set
 
 
 def roster_missing(records: list, roster, assignments: list, templates: dict) -> list:
@@ -318,6 +381,7 @@ def _sync_rows(rows, records, templates):
         t = templates.get(row["assignment"])
         if rec is None:
             continue
+        row["student"] = rec["student"]  # the roster's name, kept by a regrade without one
         row["late_factor"] = float(rec.get("late_factor") or 1)
         if t is None or row["status"] == "missing":
             continue

@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 from .collect import normalise_name
+from .untrusted import clean_text
 from .verdict import STATUSES
 
 __all__ = [
@@ -183,11 +184,15 @@ def _key(rec) -> tuple:
     return (normalise_name(rec["student_id"]).casefold(), rec["assignment"])
 
 
-def merge_rows(new_records: list, old_records: list, manual_ids: dict) -> tuple[list, dict]:
-    """Replace old records by new ones for the same (student, assignment); keep the rest.
+def merge_rows(
+    new_records: list, old_records: list, manual_ids: dict, keep_names: bool = False
+) -> tuple[list, dict]:
+    """Replace old records by new ones for the same (student_id, assignment); keep the rest.
 
-    Written-answer points already in an old record are carried into its replacement.
-    Returns the merged records and counts ``added, replaced, kept``.
+    Written-answer points already in an old record are carried into its replacement; with
+    ``keep_names`` (a run without a roster) so is the display name (a roster's name is not
+    lost by regrading one file). Returns the merged records and counts ``added, replaced,
+    kept``.
     """
     new_keys = {_key(r) for r in new_records}
     old_by_key = {}
@@ -200,6 +205,8 @@ def merge_rows(new_records: list, old_records: list, manual_ids: dict) -> tuple[
             counts["added"] += 1
             continue
         counts["replaced"] += 1
+        if keep_names and old.get("student"):
+            r["student"] = old["student"]
         for gid in manual_ids.get(r["assignment"], {}):
             if r.get(gid) == "pending" and old.get(gid) not in (None, "", "pending"):
                 _set_manual(r, gid, old[gid], manual_ids[r["assignment"]][gid])
@@ -298,17 +305,45 @@ def write_gradebook(records: list, out, question_ids: list) -> Path:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
     w.writerow(columns)
-    for rec in sorted(
-        records,
-        key=lambda r: (
-            r["assignment"],
-            normalise_name(r["student"]).casefold(),
-            r.get("student_id", ""),
-        ),
-    ):
-        w.writerow([neutralise(rec.get(c, "")) for c in columns])
+    for rec in sorted(records, key=_sort_key):
+        try:  # one row that cannot be written becomes an error row; the others are written
+            line = io.StringIO()
+            csv.writer(line, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(
+                [neutralise(clean_text(rec.get(c, ""))) for c in columns]
+            )
+        except Exception as exc:
+            line = io.StringIO()
+            csv.writer(line, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(
+                [neutralise(x) for x in _error_record(rec, exc, columns)]
+            )
+        buf.write(line.getvalue())
     _atomic_write(Path(out), buf.getvalue())
     return Path(out)
+
+
+def _sort_key(rec) -> tuple:
+    try:
+        return (
+            str(rec["assignment"]),
+            normalise_name(str(rec["student"])).casefold(),
+            str(rec.get("student_id", "")),
+        )
+    except Exception:
+        return ("", "", "")
+
+
+def _error_record(rec, exc: BaseException, columns: list) -> list:
+    """The gradebook line of a record that could not be written: who, and why."""
+    get = rec.get if isinstance(rec, dict) else (lambda key, default="": default)
+    fixed = {
+        "student_id": clean_text(get("student_id", "") or get("student", ""), max_chars=200),
+        "student": clean_text(get("student", ""), max_chars=200),
+        "assignment": clean_text(get("assignment", ""), max_chars=200),
+        "status": "grader-error",
+        "notes": f"this row could not be written ({type(exc).__name__}); its points are not "
+        "in the gradebook: regrade this submission",
+    }
+    return [fixed.get(c, "") for c in columns]
 
 
 # --- feedback --------------------------------------------------------------------------------
@@ -442,27 +477,39 @@ def feedback_stem(student_id: str, student: str) -> str:
     return f"{_ascii_slug(student)}_{sid.lower()}"
 
 
-def write_feedback(rows: list, folder) -> list[Path]:
+def write_feedback(rows: list, folder, failed: list | None = None) -> list[Path]:
     """Write ``folder/<assignment>/<stem>.md`` and ``.html`` for every counted row (one row per
-    student and assignment; a superseded copy is listed in the counted row's notes)."""
+    student and assignment; a superseded copy is listed in the counted row's notes).
+    A file that cannot be written is skipped and, with ``failed``, listed there as
+    ``(student, assignment, why)``; every other file is written."""
     used: dict = {}
     written = []
     for r in sorted(rows, key=lambda r: (r["assignment"] or "", r.get("student_id", ""))):
         if r["status"] == "superseded":
             continue
-        assignment = r["assignment"] or "unrecognised"
-        ident = r.get("student_id") or r["student"]
-        base = feedback_stem(ident, r["student"])
-        key = (assignment, base.casefold())
-        if key in used and used[key] != ident:  # belt and braces: never two students in one file
-            base = f"{base}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}"
-        used[(assignment, base.casefold())] = ident
-        md = "\n".join([f"# Feedback for {r['student']}", ""] + _lines(r))
-        path = Path(folder) / assignment / f"{base}.md"
-        _atomic_write(path, md)
-        _atomic_write(path.with_suffix(".html"), feedback_html(r["student"], r))
-        written.append(path)
+        try:  # one student's feedback that cannot be written costs only that file
+            written.append(_write_feedback_row(folder, r, used))
+        except Exception as exc:
+            if failed is not None:
+                failed.append(
+                    (clean_text(r.get("student")), r.get("assignment"), type(exc).__name__)
+                )
     return written
+
+
+def _write_feedback_row(folder, r: dict, used: dict) -> Path:
+    assignment = r["assignment"] or "unrecognised"
+    ident = r.get("student_id") or r["student"]
+    base = feedback_stem(ident, r["student"])
+    key = (assignment, base.casefold())
+    if key in used and used[key] != ident:  # belt and braces: never two students in one file
+        base = f"{base}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}"
+    used[(assignment, base.casefold())] = ident
+    md = "\n".join([f"# Feedback for {r['student']}", ""] + _lines(r))
+    path = Path(folder) / assignment / f"{base}.md"
+    _atomic_write(path, md)
+    _atomic_write(path.with_suffix(".html"), feedback_html(r["student"], r))
+    return path
 
 
 def refresh_feedback(folder, records: list, manual_ids: dict) -> list[Path]:

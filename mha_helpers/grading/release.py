@@ -399,10 +399,15 @@ STUDENT_COPY_ITEMS = (
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 
 
-def student_copy(course, dest) -> list[Path]:
+def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
     """Write the folder students get into ``dest`` (new or empty, outside the course): the
     lessons, the released exercises, the helper package with its self-check data, and a README
-    for learners. No solutions/, no question banks, no tests. Returns the top-level items."""
+    for learners. No solutions/, no question banks, no tests. Returns the top-level items.
+
+    ``for_grading``: a copy for graded work, whose self-check data holds, for each value
+    question, only the form of the answer (:mod:`.recorded`): the self-check never confirms an
+    exact value or multiple-choice answer, which a script could otherwise find by trying every
+    candidate. Without it (self-study) the self-check confirms exact answers."""
     course_root = Path(course.root).resolve()
     dest = Path(dest).expanduser()
     real = dest.resolve()
@@ -432,10 +437,12 @@ def student_copy(course, dest) -> list[Path]:
         else:
             shutil.copy2(src, target)
         written.append(target)
+    if for_grading:
+        _strip_value_answers(dest / "mha_helpers" / "grading" / "data")
     guide = course_root / "docs" / "learner_guide.md"
     readme = dest / "README.md"
     readme.write_text(
-        _student_readme(guide.read_text(encoding="utf-8") if guide.exists() else ""),
+        _student_readme(guide.read_text(encoding="utf-8") if guide.exists() else "", for_grading),
         encoding="utf-8",
     )
     written.append(readme)
@@ -452,7 +459,20 @@ def student_copy(course, dest) -> list[Path]:
     return written
 
 
-def _student_readme(guide: str) -> str:
+def _strip_value_answers(folder: Path) -> None:
+    """Rewrite a copy's self-check data for graded work: value questions keep their form only."""
+    from .recorded import for_grading_entry
+
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["questions"] = [
+            for_grading_entry(q) if q.get("kind") == "value" else q for q in data["questions"]
+        ]
+        data["for_grading"] = True
+        path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def _student_readme(guide: str, for_grading: bool = False) -> str:
     head = (
         "# Multi-head attention, hands on: the learner's copy\n\n"
         "Lessons are in `notebooks/` (start with `00_start_here.ipynb`), exercises in "
@@ -463,4 +483,10 @@ def _student_readme(guide: str) -> str:
         "`.venv/bin/mha-course validate exercises/<the exercise>.ipynb` to see what the grader will "
         "run. This copy holds no solutions: the self-checks work from public test cases.\n\n"
     )
+    if for_grading:
+        head += (
+            "This copy is for graded work: for questions whose answer is a single value (a "
+            "number, a shape, a letter), the self-check confirms the form of your answer and "
+            "records it; whether it is right is checked when your work is graded.\n\n"
+        )
     return head + (guide if guide else "")

@@ -25,7 +25,14 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
-__all__ = ["clean_text", "clean_filename", "MAX_TEXT", "MAX_NAME_BYTES"]
+__all__ = [
+    "clean_text",
+    "clean_filename",
+    "clean_row",
+    "safe_console",
+    "MAX_TEXT",
+    "MAX_NAME_BYTES",
+]
 
 MAX_TEXT = 2000
 """Default bound on cleaned text, in characters: a long error message, not a novel."""
@@ -153,3 +160,59 @@ def clean_filename(name: object, *, max_bytes: int = MAX_NAME_BYTES) -> str:
     budget = max_bytes - len(tag.encode("utf-8")) - len(suffix.encode("utf-8"))
     stem = _utf8_prefix(stem, budget).rstrip(". ") or "_"
     return stem + tag + suffix
+
+
+MAX_NOTES = 60  # notes kept per row; the rest are counted
+
+
+def clean_row(row: dict) -> dict:
+    """A graded row with every string in it (student, file, notes, messages, keys) cleaned by
+    :func:`clean_text`, and its list of notes bounded; never raises. Numbers, booleans and
+    ``None`` pass unchanged; anything else becomes cleaned text."""
+
+    def walk(x, depth=0):
+        if depth > 12:
+            return clean_text(x, max_chars=200)
+        if isinstance(x, str):
+            return clean_text(x)
+        if x is None or isinstance(x, bool | int | float):
+            return x
+        if isinstance(x, dict):
+            return {clean_text(k, max_chars=200): walk(v, depth + 1) for k, v in list(x.items())}
+        if isinstance(x, list | tuple):
+            return [walk(v, depth + 1) for v in list(x)]
+        return clean_text(x)
+
+    try:
+        out = walk(row)
+        notes = out.get("notes")
+        if isinstance(notes, list) and len(notes) > MAX_NOTES:
+            out["notes"] = notes[:MAX_NOTES] + [f"... and {len(notes) - MAX_NOTES} more notes"]
+        return out
+    except Exception as exc:  # noqa: BLE001 - a row must always come out
+        return {
+            "student": clean_text(row.get("student") if isinstance(row, dict) else None),
+            "assignment": "",
+            "file": "",
+            "late": False,
+            "status": "grader-error",
+            "points": {},
+            "questions": {},
+            "total": 0.0,
+            "max": 0.0,
+            "pending": 0.0,
+            "notes": [f"the row could not be cleaned ({type(exc).__name__})"],
+            "timing": {"start": 0.0, "execute": 0.0, "wall": 0.0, "attempts": 0},
+        }
+
+
+def safe_console(*streams) -> None:
+    """Make ``streams`` (default: stdout and stderr) replace what their encoding cannot show
+    instead of raising, so printing a student's name can never stop the grader."""
+    import sys
+
+    for stream in streams or (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass

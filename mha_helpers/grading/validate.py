@@ -12,12 +12,16 @@ question the verdict, plus warnings about what could differ from the learner's s
 * cells that raise when the notebook runs from the top;
 * written answers still empty.
 
-It runs the learner's own code on their own machine, so it needs no sandbox. Exit status 0 when
-every automatically checked question passes.
+It runs the notebook in the grading sandbox whenever one can be made here. Without one it runs
+only a notebook that is the caller's own and outside any course folder (a learner's work on
+their own machine); it refuses a notebook inside a course folder (an instructor checking a
+student's notebook beside the solutions) or owned by someone else, and says why. Exit status 0
+when every automatically checked question passes.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from . import codec, sandbox
@@ -30,8 +34,47 @@ from .verdict import BadReport, answer_results
 __all__ = ["validate_notebook", "validate_command"]
 
 
+class Unsafe(Exception):
+    """The notebook cannot be run here: no sandbox, and it is not safely the caller's own."""
+
+    def __init__(self, note: str):
+        super().__init__(note)
+        self.note = note
+
+
+def isolation_for(path) -> bool:
+    """True to run ``path`` in the sandbox; False to run it unisolated (allowed only for the
+    caller's own notebook outside any course folder). Raises :class:`Unsafe` otherwise."""
+    if sandbox.probe() is None:
+        return True
+    path = Path(path)
+    reasons = []
+    try:
+        from .course import find_course
+
+        root = find_course(start=path.resolve().parent).root
+        reasons.append(f"it is inside the course folder {root}")
+    except Exception:
+        pass
+    try:
+        st = path.stat()
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            reasons.append("it belongs to another user")
+    except OSError:
+        pass
+    if reasons:
+        raise Unsafe(
+            f"refusing to run it: {' and '.join(reasons)}, and no sandbox can be made here "
+            f"({sandbox.probe()}). Its code would run with your permissions. Install "
+            "bubblewrap so that validate runs it in the grading sandbox, or copy the notebook "
+            "into a folder of your own outside the course"
+        )
+    return False
+
+
 def validate_notebook(path, timeout: float = 120.0) -> dict:
     """Run one notebook as the grader will; return ``{"assignment", "verdicts", "warnings"}``."""
+    isolate = isolation_for(path)
     nb, notes = read_notebook(Path(path), 20 * 2**20)
     assignment, how = identify_assignment(nb)
     if assignment is None:
@@ -61,7 +104,10 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         "cell_timeout": max(5.0, timeout / 4),
     }
     out = sandbox.run(
-        job, sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5), isolate=False
+        job,
+        sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
+        isolate=isolate,
+        mpl_cache=sandbox.warm_matplotlib() if isolate else None,
     )
     report = out.report or {}
     if not report:
@@ -192,7 +238,7 @@ def validate_command(paths, timeout: float = 120.0) -> int:
         print(f"== {path}")
         try:
             result = validate_notebook(path, timeout)
-        except (Rejected, SourceTooLarge, FileNotFoundError) as exc:
+        except (Rejected, SourceTooLarge, FileNotFoundError, Unsafe) as exc:
             print(f"  cannot validate: {getattr(exc, 'note', exc)}")
             all_ok = False
             continue
