@@ -10,7 +10,8 @@ it ran on and every raw number, to ``benchmarks/results/latest.json``.
 
 Sections: attention (helper vs matmul floor, naive loop, PyTorch), notebooks (execution time
 of each lesson and solution), explorers (slider update times), grading (submissions per
-second), site (the website's build time), tests (the whole test suite's duration; measured only
+second), selfcheck (the learner's check: time per call, hint rate of a battery of wrong
+answers), site (the website's build time), tests (the whole test suite's duration; measured only
 when asked with --only tests).
 """
 
@@ -57,6 +58,7 @@ SECTIONS = {
     "notebooks": "bench_notebooks",
     "explorers": "bench_explorers",
     "grading": "bench_grading",
+    "selfcheck": "bench_selfcheck",
     "site": "bench_site",
     "tests": "bench_tests",
 }

@@ -1,5 +1,7 @@
-"""The fake class of docs/instructor_guide.md: builds a Canvas bulk download of exercise 03 in a
-temporary folder and runs the guide's commands, printing each with its output.
+"""The fake class of docs/instructor_guide.md, from download to upload: builds a Canvas bulk
+download of exercise 03 and Canvas's gradebook export (the roster), a Moodle flat download with
+its grading worksheet, in a temporary folder, and runs the guide's commands, printing each with
+its output.
 
 Run from anywhere: ``.venv/bin/python docs/demo_class.py`` (set MHA_DEMO_DIR to choose the folder).
 Needs bubblewrap for the grading steps, like ``mha-course grade`` itself.
@@ -52,23 +54,23 @@ dl = DEMO / "canvas_download"
 dl.mkdir()
 
 
-def put(name, n):
-    nbformat.write(n, dl / name)
+def put(name, n, folder=dl):
+    nbformat.write(n, folder / name)
 
 
-put("anaperez_1001_5001_03_concatenate_and_project.ipynb", nb())
-put(
-    "benokafor_1002_5002_03_concatenate_and_project-1.ipynb",
-    nb(
-        dict(
-            RIGHT,
-            q03_concat_project="def concat_project(head_outputs, w_o):\n    h = np.asarray(head_outputs)\n    return h.reshape(h.shape[1], -1) @ w_o\n",
-        )
-    ),
+BARE_RESHAPE = dict(
+    RIGHT,
+    q03_concat_project="def concat_project(head_outputs, w_o):\n    h = np.asarray(head_outputs)\n    return h.reshape(h.shape[1], -1) @ w_o\n",
 )
+put("perezana_1001_5001_03_concatenate_and_project.ipynb", nb())
+put(
+    "okaforben_1002_5002_03_concatenate_and_project.ipynb",
+    nb(dict(RIGHT, q03_d_head="d_head = 12")),
+)
+put("okaforben_1002_5012_03_concatenate_and_project-1.ipynb", nb(BARE_RESHAPE))  # uploaded again
 put("chenwei_LATE_1003_5003_03_concatenate_and_project.ipynb", nbformat.read(ex, as_version=4))
 put(
-    "devpatel_1004_5004_exercise.ipynb",
+    "pateldev_1004_5004_exercise.ipynb",
     nb(
         dict(
             RIGHT,
@@ -77,10 +79,10 @@ put(
     ),
 )
 put(
-    "elisvensson_1005_5005_03.ipynb",
+    "svenssonelis_1005_5005_03.ipynb",
     nb(dict(RIGHT, q03_d_head="d_head = 64\nwhile True:\n    pass\n")),
 )
-with zipfile.ZipFile(dl / "fayadams_1006_5006_my_work.zip", "w") as z:
+with zipfile.ZipFile(dl / "adamsfay_1006_5006_my_work.zip", "w") as z:
     z.writestr(
         "my_work/03.ipynb",
         nbformat.writes(
@@ -93,7 +95,53 @@ with zipfile.ZipFile(dl / "fayadams_1006_5006_my_work.zip", "w") as z:
             )
         ),
     )
-(dl / "gusmora_1007_5007_notes.ipynb").write_text("my notes, not a notebook\n")
+(dl / "moragus_1007_5007_notes.ipynb").write_text("my notes, not a notebook\n")
+put("zhangwei_300001_5008_03.ipynb", nb())  # two students called Zhang Wei
+put(
+    "zhangwei_LATE_300002_5009_03.ipynb",
+    nb(dict(RIGHT, q03_identity_output="identity_output = joined")),
+)
+put("mullerkai_1010_5010_03.ipynb", nb())
+put(
+    "lindqvistsara_1011_5011_03.ipynb",
+    nbformat.read(COURSE / "exercises" / "02_heads.ipynb", as_version=4),
+)  # exercise 02, handed in for 03
+(DEMO / "canvas_gradebook_export.csv").write_text(
+    "Student,ID,SIS User ID,SIS Login ID,Section,02 Heads (123455),"
+    "03 Concatenate and project (123456),Current Score,Final Score\n"
+    "    Points Possible,,,,,14,10,(read only),(read only)\n"
+    '"Perez, Ana",1001,S1001,aperez,MHA 101,14,,,\n'
+    '"Okafor, Ben",1002,S1002,bokafor,MHA 101,12,,,\n'
+    '"Chen, Wei",1003,S1003,wchen,MHA 101,14,,,\n'
+    '"Patel, Dev",1004,S1004,dpatel,MHA 101,9,,,\n'
+    '"Svensson, Elis",1005,S1005,esvensson,MHA 102,14,,,\n'
+    '"Adams, Fay",1006,S1006,fadams,MHA 102,13,,,\n'
+    '"Mora, Gus",1007,S1007,gmora,MHA 102,11,,,\n'
+    '"Zhang, Wei",300001,S3001,wzhang1,MHA 101,14,,,\n'
+    '"Zhang, Wei",300002,S3002,wzhang2,MHA 102,10,,,\n'
+    '"Müller, Kai",1010,S1010,kmuller,MHA 102,14,,,\n'
+    '"Lindqvist, Sara",1011,S1011,slindqvist,MHA 101,,,,\n'
+    '"Lee, Joon",1012,S1012,jlee,MHA 101,8,,,\n',
+    encoding="utf-8",
+)
+md = DEMO / "moodle_download"
+md.mkdir()
+put("Ana Lúcia Souza_512001_assignsubmission_file_ex03.ipynb", nb(), md)
+put("Bo Chen_512002_assignsubmission_file_ex03.ipynb", nb(BARE_RESHAPE), md)
+put("Bo Chen_512003_assignsubmission_file_homework.ipynb", nb(), md)
+(md / "Bo Chen_512003_assignsubmission_file_readme.txt").write_text("see the notebook\n")
+(DEMO / "moodle_worksheet.csv").write_text(
+    "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
+    "Last modified (submission),Last modified (grade),Feedback comments\n"
+    "Participant 512001,Ana Lúcia Souza,ana@uni.example,Submitted for grading,,10.00,Yes,"
+    '"Monday, 30 November 2026, 9:14 AM",-,\n'
+    "Participant 512002,Bo Chen,bo@uni.example,Submitted for grading 1 day 2 hours late,,10.00,"
+    'Yes,"Tuesday, 1 December 2026, 11:30 AM",-,\n'
+    "Participant 512003,Bo Chen,bo.chen@uni.example,Submitted for grading,,10.00,Yes,"
+    '"Monday, 30 November 2026, 8:02 AM",-,\n'
+    "Participant 512004,Cy Dee,cy@uni.example,No submission,,10.00,Yes,-,-,\n",
+    encoding="utf-8",
+)
 
 
 def run(cmd, cwd=COURSE, show=None):
@@ -121,33 +169,81 @@ run(
     f"ls {DEMO}/student-copy {DEMO}/student-copy/mha_helpers/grading/data",
     show="ls ~/class/student-copy ~/class/student-copy/mha_helpers/grading/data",
 )
+run(f"ls {dl}", show="ls ~/class/canvas_download")
 run(
-    f"mha-course grade {dl} --out {DEMO}/gradebook.csv --feedback {DEMO}/feedback --jobs 2 --timeout 30 2>/dev/null",
-    show="mha-course grade ~/class/canvas_download --out ~/class/gradebook.csv --feedback ~/class/feedback --jobs 2 --timeout 30",
+    f"head -4 {DEMO}/canvas_gradebook_export.csv",
+    show="head -4 ~/class/canvas_gradebook_export.csv",
+)
+run(
+    f"mha-course grade {dl} --roster {DEMO}/canvas_gradebook_export.csv --late-factor 0.9 "
+    f"--out {DEMO}/gradebook.csv --feedback {DEMO}/feedback --jobs 2 --timeout 30 2>/dev/null",
+    show="mha-course grade ~/class/canvas_download --roster ~/class/canvas_gradebook_export.csv "
+    "--late-factor 0.9 --out ~/class/gradebook.csv --feedback ~/class/feedback --jobs 2 --timeout 30",
 )
 run(f"cat {DEMO}/gradebook.csv", show="cat ~/class/gradebook.csv")
+run(f"ls {DEMO}/feedback/*", show="ls ~/class/feedback/*")
 run(
-    f"cat {DEMO}/feedback/03_concatenate_and_project/benokafor.md",
-    show="cat ~/class/feedback/03_concatenate_and_project/benokafor.md",
+    f"cat {DEMO}/feedback/03_concatenate_and_project/okafor-ben_1002.md",
+    show="cat ~/class/feedback/03_concatenate_and_project/okafor-ben_1002.md",
 )
 (DEMO / "written.csv").write_text(
-    "student,grade_id,points\nanaperez,q03_explain,2\nbenokafor,q03_explain,1.5\nfayadams,q03_explain,2\nzoe,q03_explain,1\n"
+    "student_id;grade_id;points\n1001;q03_explain;2\n1002;q03_explain;1,5\n"
+    "1006;q03_explain;2\n300001;q03_explain;2\n300002;q03_explain;1\n1010;q03_explain;2\n"
+    "9999;q03_explain;1\n",
+    encoding="utf-8",
 )
 run(f"cat {DEMO}/written.csv", show="cat ~/class/written.csv")
 run(
-    f"mha-course grade --out {DEMO}/gradebook.csv --manual {DEMO}/written.csv",
-    show="mha-course grade --out ~/class/gradebook.csv --manual ~/class/written.csv",
+    f"mha-course grade --out {DEMO}/gradebook.csv --manual {DEMO}/written.csv "
+    f"--feedback {DEMO}/feedback",
+    show="mha-course grade --out ~/class/gradebook.csv --manual ~/class/written.csv "
+    "--feedback ~/class/feedback",
 )
 run(
-    f"mha-course grade {dl}/benokafor_1002_5002_03_concatenate_and_project-1.ipynb --out {DEMO}/gradebook.csv --feedback {DEMO}/feedback 2>/dev/null",
-    show="mha-course grade ~/class/canvas_download/benokafor_1002_5002_03_concatenate_and_project-1.ipynb --out ~/class/gradebook.csv --feedback ~/class/feedback",
+    f"grep -A1 Score {DEMO}/feedback/03_concatenate_and_project/okafor-ben_1002.md; "
+    f"grep q03_explain {DEMO}/feedback/03_concatenate_and_project/okafor-ben_1002.md",
+    show="grep -A1 Score ~/class/feedback/03_concatenate_and_project/okafor-ben_1002.md; "
+    "grep q03_explain ~/class/feedback/03_concatenate_and_project/okafor-ben_1002.md",
 )
+run(
+    f"mha-course grade {dl}/okaforben_1002_5002_03_concatenate_and_project.ipynb "
+    f"--out {DEMO}/gradebook.csv --feedback {DEMO}/feedback 2>/dev/null | head -2",
+    show="mha-course grade ~/class/canvas_download/okaforben_1002_5002_03_concatenate_and_project.ipynb "
+    "--out ~/class/gradebook.csv --feedback ~/class/feedback | head -2",
+)
+run(
+    f"grep 1002 {DEMO}/gradebook.csv",
+    show="grep 1002 ~/class/gradebook.csv",
+)
+run(
+    f"mha-course export {DEMO}/gradebook.csv --to canvas --roster "
+    f"{DEMO}/canvas_gradebook_export.csv --assignment 03_concatenate_and_project "
+    f"--out {DEMO}/canvas_import.csv",
+    show="mha-course export ~/class/gradebook.csv --to canvas --roster "
+    "~/class/canvas_gradebook_export.csv --assignment 03_concatenate_and_project "
+    "--out ~/class/canvas_import.csv",
+)
+run(f"cat {DEMO}/canvas_import.csv", show="cat ~/class/canvas_import.csv")
+run(f"ls {md}", show="ls ~/class/moodle_download")
+run(
+    f"mha-course grade {md} --roster {DEMO}/moodle_worksheet.csv --late-factor 0.9 "
+    f"--out {DEMO}/moodle_gradebook.csv --jobs 2 --timeout 30 2>/dev/null | grep -v '^  q03'",
+    show="mha-course grade ~/class/moodle_download --roster ~/class/moodle_worksheet.csv "
+    "--late-factor 0.9 --out ~/class/moodle_gradebook.csv --jobs 2 --timeout 30",
+)
+run(
+    f"mha-course export {DEMO}/moodle_gradebook.csv --to moodle --roster "
+    f"{DEMO}/moodle_worksheet.csv --out {DEMO}/moodle_upload.csv",
+    show="mha-course export ~/class/moodle_gradebook.csv --to moodle --roster "
+    "~/class/moodle_worksheet.csv --out ~/class/moodle_upload.csv",
+)
+run(f"cat {DEMO}/moodle_upload.csv", show="cat ~/class/moodle_upload.csv")
 run(
     f"mha-course grade {DEMO}/typo --out {DEMO}/gradebook.csv",
     show="mha-course grade ~/class/typo --out ~/class/gradebook.csv",
 )
 shutil.copy(
-    dl / "benokafor_1002_5002_03_concatenate_and_project-1.ipynb",
+    dl / "okaforben_1002_5012_03_concatenate_and_project-1.ipynb",
     DEMO / "student-copy" / "exercises" / "mine.ipynb",
 )
 run("mha-course validate exercises/mine.ipynb", cwd=DEMO / "student-copy")

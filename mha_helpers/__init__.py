@@ -7,6 +7,10 @@ Every lesson imports from here. The package only re-exports the public names of 
 * ``shapes``: check_shape, head_width
 * ``plots``: plot_attention, plot_heads
 * ``cost``: attention_params, attention_flops, kv_cache_bytes, format_bytes, MODEL_CONFIGS
+* ``tiling``: tiled_attention, online_softmax_update, attention_io (FlashAttention's tiling)
+* ``scale``: step_cost, roofline_time, H100_SXM (a whole model's step on an accelerator)
+* ``latent``: mla_attention and its pieces (multi-head latent attention, DeepSeek-V2)
+* ``windows``: sliding_window_mask, sink_window_mask, receptive_field, RollingKVCache
 * ``pytorch``: pytorch_state_dict, from_pytorch_state_dict, to_pytorch_attn_mask,
   to_pytorch_key_padding_mask (the same layer in ``torch.nn.MultiheadAttention``; NumPy only)
 
@@ -30,6 +34,14 @@ from .cost import (
     kv_cache_bytes,
 )
 from .heads import grouped_query_attention, merge_heads, multi_head_attention, split_heads
+from .latent import (
+    mla_attention,
+    mla_attention_from_cache,
+    mla_cache_elements,
+    mla_latent_cache,
+    mla_weights,
+    rope,
+)
 from .plots import plot_attention, plot_heads
 from .pytorch import (
     from_pytorch_state_dict,
@@ -37,7 +49,10 @@ from .pytorch import (
     to_pytorch_attn_mask,
     to_pytorch_key_padding_mask,
 )
+from .scale import H100_SXM, roofline_time, step_cost
 from .shapes import check_shape, head_width, kv_group_size
+from .tiling import attention_io, online_softmax_update, tiled_attention
+from .windows import RollingKVCache, receptive_field, sink_window_mask, sliding_window_mask
 
 __version__ = "0.1.0"
 
@@ -64,4 +79,20 @@ __all__ = [
     "from_pytorch_state_dict",
     "to_pytorch_attn_mask",
     "to_pytorch_key_padding_mask",
+    "tiled_attention",
+    "online_softmax_update",
+    "attention_io",
+    "step_cost",
+    "roofline_time",
+    "H100_SXM",
+    "mla_attention",
+    "mla_attention_from_cache",
+    "mla_latent_cache",
+    "mla_weights",
+    "mla_cache_elements",
+    "rope",
+    "sliding_window_mask",
+    "sink_window_mask",
+    "receptive_field",
+    "RollingKVCache",
 ]

@@ -8,10 +8,14 @@ For instructors (inside the course folder, or with --course DIR):
 
     mha-course execute [PATH ...]       re-execute lessons/solutions in fresh kernels and store them
     mha-course release [--check]        regenerate exercises/ and the self-check data from solutions/
-    mha-course release --student-copy DIR   write the folder students get (no solutions)
+    mha-course release --student-copy DIR [--for-grading]   write the folder students get
+                                        (no solutions; --for-grading: value answers recorded,
+                                        never confirmed by the self-check)
     mha-course check-solutions          grade every solution notebook; each must score full marks
     mha-course grade PATH ... --out GRADEBOOK.csv [--feedback DIR] [--jobs N] [--timeout S]
-                     [--course DIR] [--seed N] [--manual SCORES.csv] [--unsafe-no-sandbox]
+                     [--course DIR] [--seed N] [--manual SCORES.csv] [--roster LMS.csv]
+                     [--late-factor F] [--unsafe-no-sandbox]
+    mha-course export GRADEBOOK.csv --to canvas|moodle --roster LMS.csv --out FILE.csv
 
 Exit status: 0 success; 1 something needs a look (a row that is not ok, a failing check);
 2 a usage error (nothing written).
@@ -68,9 +72,14 @@ def _cmd_release(args) -> int:
     except CourseNotFound as exc:
         print(f"mha-course release: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "for_grading", False) and not args.student_copy:
+        print("mha-course release: --for-grading goes with --student-copy DIR", file=sys.stderr)
+        return 2
     if args.student_copy:
         try:
-            written = student_copy(course, args.student_copy)
+            written = student_copy(
+                course, args.student_copy, for_grading=getattr(args, "for_grading", False)
+            )
         except ReleaseError as exc:
             print(f"mha-course release: {exc}", file=sys.stderr)
             return 2
@@ -116,6 +125,12 @@ def _cmd_grade(args) -> int:
     return grade_command(args)
 
 
+def _cmd_export(args) -> int:
+    from .grading.commands import export_command
+
+    return export_command(args)
+
+
 def _cmd_validate(args) -> int:
     from .grading.validate import validate_command
 
@@ -147,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="write the folder students get (no solutions) into DIR (new or empty)",
+    )
+    p.add_argument(
+        "--for-grading",
+        action="store_true",
+        help="with --student-copy: a copy for graded work, whose self-check never confirms an "
+        "exact value or multiple-choice answer (it checks the form and records it)",
     )
     p.add_argument(
         "--course",
@@ -198,7 +219,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--manual",
         type=Path,
         metavar="SCORES.csv",
-        help="written-answer points to merge: columns student, grade_id, points",
+        help="written-answer points to merge: columns student_id (or student), grade_id, points",
+    )
+    p.add_argument(
+        "--roster",
+        type=Path,
+        metavar="LMS.csv",
+        help="the class list: a Canvas gradebook export or a Moodle grading worksheet; every "
+        "student without a submission gets a 'missing' row, names come from it",
+    )
+    p.add_argument(
+        "--late-factor",
+        type=float,
+        metavar="F",
+        help="late policy: a late submission's score is its points times F (0 to 1); "
+        "remembered in the gradebook",
     )
     p.add_argument(
         "--unsafe-no-sandbox",
@@ -207,6 +242,37 @@ def build_parser() -> argparse.ArgumentParser:
         "and change your files); only for submissions you trust",
     )
     p.set_defaults(func=_cmd_grade)
+
+    p = sub.add_parser(
+        "export",
+        help="write the gradebook as the LMS imports it (Canvas or Moodle)",
+        description="Write a gradebook as Canvas's gradebook import or Moodle's grading "
+        "worksheet upload takes it. Exit 0 when all went well, 1 when something needs a look, "
+        "2 for a usage error.",
+    )
+    p.add_argument("gradebook", type=Path, help="the gradebook CSV written by mha-course grade")
+    p.add_argument("--to", choices=["canvas", "moodle"], required=True)
+    p.add_argument(
+        "--roster",
+        type=Path,
+        required=True,
+        metavar="LMS.csv",
+        help="Canvas: the gradebook export; Moodle: the assignment's grading worksheet",
+    )
+    p.add_argument("--out", type=Path, required=True, help="the CSV to upload")
+    p.add_argument(
+        "--assignment",
+        action="append",
+        metavar="NAME",
+        help="export only this assignment (repeatable; Moodle: exactly one)",
+    )
+    p.add_argument(
+        "--late-factor",
+        type=float,
+        metavar="F",
+        help="late policy for this export (default: the one in the gradebook)",
+    )
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser(
         "validate",

@@ -269,8 +269,12 @@ def _cfg(*args, **kw):
     return c.name, c
 
 
-# Source: shared/reference/mha_facts.md ("Real model configurations"), which names each
-# model's primary source; the `source` field repeats it so a lesson can cite it.
+# Each model's `source` names where a learner can check its numbers without an account: the
+# paper (with its arXiv number) and table, or a public repository's file; docs/sources.md links
+# every paper. Llama 2 gives no shapes on its model card and its Hugging Face configs are gated,
+# so its shapes are cited to the LLaMA paper's Table 2 (Llama 2 7B and 70B keep the 7B and 65B
+# shapes, Llama 2 §2.2), its context (4096) and grouped-query attention (70B: 8 KV heads) to the
+# Llama 2 paper, Table 1 and Appendix A.2.1.
 # A table, one model per line: kept out of the formatter's hands.
 # fmt: off
 MODEL_CONFIGS: dict[str, ModelConfig] = dict([
@@ -291,16 +295,18 @@ MODEL_CONFIGS: dict[str, ModelConfig] = dict([
          encoder_decoder=True),
     _cfg("ViT-B/16", 768, 12, 12, 12, 64, 197, "MHA", "google-research/vision_transformer configs",
          encoder_only=True),
-    _cfg("Llama 2 7B", 4096, 32, 32, 32, 128, 4096, "MHA", "Llama 2 model card"),
-    _cfg("Llama 2 70B", 8192, 80, 64, 8, 128, 4096, "GQA", "Llama 2 model card / config"),
-    _cfg("Llama 3 8B", 4096, 32, 32, 8, 128, 8192, "GQA", "Meta-Llama-3-8B params.json"),
-    _cfg("Llama 3 70B", 8192, 80, 64, 8, 128, 8192, "GQA", "Meta-Llama-3-70B params.json"),
+    _cfg("Llama 2 7B", 4096, 32, 32, 32, 128, 4096, "MHA",
+         "LLaMA, arXiv 2302.13971, Table 2 (7B); Llama 2, arXiv 2307.09288, §2.2, Table 1"),
+    _cfg("Llama 2 70B", 8192, 80, 64, 8, 128, 4096, "GQA",
+         "LLaMA, arXiv 2302.13971, Table 2 (65B); Llama 2, arXiv 2307.09288, §2.2, Table 1, A.2.1"),
+    _cfg("Llama 3 8B", 4096, 32, 32, 8, 128, 8192, "GQA", "Llama 3, arXiv 2407.21783, Table 3"),
+    _cfg("Llama 3 70B", 8192, 80, 64, 8, 128, 8192, "GQA", "Llama 3, arXiv 2407.21783, Table 3"),
     _cfg("Mistral 7B", 4096, 32, 32, 8, 128, 8192, "GQA", "Jiang et al. 2023, Table 1 (sliding window 4096)",
          sliding_window=4096),
     _cfg("Falcon-7B", 4544, 32, 71, 1, 64, 2048, "MQA", "transformers FalconConfig (multi_query=True)"),
     _cfg("PaLM 540B", 18432, 118, 48, 1, 256, 2048, "MQA", "Chowdhery et al. 2022, Table 1"),
     _cfg("Gemma 2B", 2048, 18, 8, 1, 256, 8192, "MQA", "google/gemma_pytorch config.py"),
     _cfg("DeepSeek-V2", 5120, 60, 128, None, 128, 128 * 1024, "MLA",
-         "DeepSeek-V2 report §3.1.2 (d_c = 512, + 64 RoPE dims)", kv_latent_dim=512 + 64),
+         "DeepSeek-V2, arXiv 2405.04434, §3.1.2 (d_c = 512, + 64 RoPE dims)", kv_latent_dim=512 + 64),
 ])
 # fmt: on

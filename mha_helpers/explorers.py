@@ -964,8 +964,9 @@ def render_cost_html(view: CostView, include_settings: bool = True) -> str:
             view.by_heads,
             "h",
             view.h,
-            f"Versus h, at d_model = {view.d_model} and n = {_int(view.n)}: the FLOPs and "
-            f"parameters do not change; the attention weights (h\u00b7n\u00b2) do",
+            f"Versus h, at d_model = {view.d_model} and n = {_int(view.n)}: the parameters and "
+            f"the matrix-product FLOPs do not change; the attention weights (h\u00b7n\u00b2) "
+            f"and the softmax work on them do",
         )
     )
     parts.append(

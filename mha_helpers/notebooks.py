@@ -5,6 +5,11 @@ notebook's folder as working directory (as JupyterLab and nbval do), and writes 
 its outputs. Student notebooks (``exercises/``) are never executed here: they are stored
 without outputs by ``mha-course release``.
 
+The notebook's ``language_info`` and ``kernelspec`` metadata are stored exactly as
+JupyterLab writes them when the kernel starts, so opening a stored lesson and closing it leaves
+it unmodified (see :func:`_store_kernel_metadata`), and back-to-back printed text is stored as
+one output, as JupyterLab stores it, however the kernel happened to split it.
+
 Before running, it writes two things every stored notebook carries:
 
 * **The install check**, the first code cell of every lesson and solution (and so of every
@@ -257,6 +262,50 @@ def _instructor_tools():
     return nbformat, NotebookClient
 
 
+def _store_kernel_metadata(nb, client) -> None:
+    """Store the kernel's metadata exactly as JupyterLab writes it when it opens the notebook.
+
+    When a kernel starts, JupyterLab sets ``language_info`` to the kernel's whole reply
+    (``kernel_info_reply.language_info``) and ``kernelspec`` to the kernel spec's name, display
+    name and language. It marks the notebook modified only when these differ from what is stored
+    (a deep comparison), so a lesson stored with the same values opens unmodified and closes
+    without asking to save. ``language_info.version`` is the kernel's Python version: on a
+    Python of another version JupyterLab still updates it.
+    """
+    reply = client.wait_for_reply(client.kc.kernel_info())
+    language_info = (reply or {}).get("content", {}).get("language_info")
+    if not language_info:
+        raise RuntimeError(f"the kernel sent no language_info: {reply!r}")
+    nb.metadata["language_info"] = language_info
+    spec = client.km.kernel_spec
+    if spec is not None:
+        nb.metadata["kernelspec"] = {
+            "display_name": spec.display_name,
+            "language": spec.language,
+            "name": client.kernel_name,
+        }
+
+
+def _merge_consecutive_streams(cell) -> None:
+    """Join back-to-back stream outputs of the same name (stdout after stdout), as JupyterLab
+    does when it shows and saves them. How a kernel splits printed text into messages depends
+    on timing (a busy machine flushes more often); the stored notebook must not."""
+    merged = []
+    for out in cell.get("outputs", []):
+        last = merged[-1] if merged else None
+        if (
+            out.get("output_type") == "stream"
+            and last is not None
+            and last.get("output_type") == "stream"
+            and last.get("name") == out.get("name")
+        ):
+            last["text"] += out["text"]
+        else:
+            merged.append(out)
+    if "outputs" in cell:
+        cell.outputs = merged
+
+
 def execute_notebook(path, timeout: int = 600, write: bool = True) -> dict:
     """Execute one notebook in a fresh kernel; store it when ``write``. Return timings (s).
 
@@ -284,8 +333,10 @@ def execute_notebook(path, timeout: int = 600, write: bool = True) -> dict:
         t0 = time.perf_counter()
         with client.setup_kernel():
             t1 = time.perf_counter()
+            _store_kernel_metadata(nb, client)
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
+                _merge_consecutive_streams(cell)
             t2 = time.perf_counter()
     finally:
         for k, v in env_backup.items():

@@ -37,7 +37,8 @@ def plot_attention(
     """Draw one ``(n_q, n_k)`` attention matrix as a labelled heatmap; return the axes.
 
     ``tokens`` labels the queries (rows); ``key_tokens`` the keys (columns), default ``tokens``.
-    ``annotate`` writes each weight in its cell (default: when the matrix is at most 8 x 8).
+    ``annotate`` writes each weight in its cell (default: when the matrix is at most 8 x 8), in
+    black or white, whichever contrasts more with the cell's colour.
     """
     import matplotlib.pyplot as plt
 
@@ -61,6 +62,7 @@ def plot_attention(
     if annotate is None:
         annotate = max(weights.shape) <= 8
     if annotate:
+        cmap = plt.get_cmap(CMAP)
         for i in range(weights.shape[0]):
             for j in range(weights.shape[1]):
                 w = weights[i, j]
@@ -71,7 +73,7 @@ def plot_attention(
                     ha="center",
                     va="center",
                     fontsize=8,
-                    color="black" if w > 0.6 else "white",
+                    color=ink_for(cmap(float(np.clip(w, 0.0, 1.0)))),  # the higher contrast
                 )
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
@@ -150,7 +152,7 @@ HEAD_COLOURS = (
 _INK, _GREY, _LINE = "#222222", "#bbbbbb", "#555555"
 _INCH_PER_UNIT = 0.08  # drawn size: 1 unit = 0.08 inch
 _PT_PER_UNIT = 72 * _INCH_PER_UNIT  # font sizes are in points
-MAX_PATTERNS_DRAWN = 8
+MAX_HEADS_DRAWN = 4  # lanes drawn; the concatenation and W_O always show all h blocks
 
 
 def head_colour(i: int) -> str:
@@ -158,9 +160,20 @@ def head_colour(i: int) -> str:
     return HEAD_COLOURS[i % len(HEAD_COLOURS)]
 
 
+def _relative_luminance(rgb) -> float:
+    """WCAG 2 relative luminance of an sRGB colour given as three floats in 0..1."""
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def ink_for(rgb) -> str:
+    """Black or white, whichever has the higher WCAG contrast ratio on the colour ``rgb``."""
+    lum = _relative_luminance(rgb)
+    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
+
+
 def _text_colour(fill: str) -> str:
-    r, g, b = (int(fill[k : k + 2], 16) / 255 for k in (1, 3, 5))
-    return "#000000" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "#ffffff"
+    return ink_for([int(fill[k : k + 2], 16) / 255 for k in (1, 3, 5)])
 
 
 @dataclass(frozen=True)
@@ -221,6 +234,12 @@ def _blocks(d_model: int, h: int) -> list[tuple[int, int]]:
     return [(i * d_head, (i + 1) * d_head - 1) for i in range(h)]
 
 
+def _sup(i: int) -> str:
+    return str(i).translate(
+        str.maketrans("0123456789", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+    )
+
+
 def _span(a: int, b: int) -> str:
     return f"{a}" if a == b else f"{a}\u2013{b}"
 
@@ -228,17 +247,21 @@ def _span(a: int, b: int) -> str:
 def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> DiagramLayout:
     """Where every block of the multi-head attention diagram goes, for ``d_model`` and ``h``.
 
-    Reading left to right: the column blocks of W_Q, W_K, W_V that each head owns; one
-    attention pattern per head (at most 8 drawn); the concatenation, where head i's output
-    fills block i; the row blocks of W_O, in the same colours; the output. Head i has the same
-    colour everywhere (:func:`head_colour`). ``n`` (optional) writes the number of tokens into
-    the shapes.
+    The whole data flow, left to right, one lane per head (the first
+    :data:`MAX_HEADS_DRAWN` heads are drawn): the input x; head i's projections
+    Q_i = x W_Q^(i), K_i = x W_K^(i), V_i = x W_V^(i), made with the column block of W_Q, W_K,
+    W_V that the head owns (the three matrices are drawn above the lanes); the head's pattern
+    softmax(Q_i K_i^T / sqrt(d_head)); its output o_i = pattern_i V_i; the concatenation, where
+    o_i fills block i; W_O, whose row block i receives block i; head i's write,
+    o_i W_O^(i), of shape (n, d_model); and the output, the sum of the writes. Head i has the
+    same colour everywhere (:func:`head_colour`). ``n`` (optional) writes the number of tokens
+    into the shapes. Text is at least 9 pt when drawn at the layout's own size.
 
     >>> lay = layer_diagram_layout(8, 2)
     >>> [(b.role, b.head) for b in lay.boxes("w_o")]  # one row block per head, then the outline
     [('w_o', 0), ('w_o', 1), ('w_o', None)]
-    >>> len({b.fill for b in lay.items if isinstance(b, Box) and b.head == 1})
-    1
+    >>> [b.head for b in lay.boxes("write")]  # one write per head, added up into the output
+    [0, 1]
     """
     from .shapes import head_width
 
@@ -248,158 +271,191 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
     nn = "n" if n is None else str(int(n))
     items: list = []
     blocks = _blocks(d_model, h)
+    shown = min(h, MAX_HEADS_DRAWN)
+    fs = 9.0  # every label is at least 9 pt at the layout's own size
 
     title = f"One multi-head attention layer: d_model = {d_model}, h = {h}, d_head = {d_head}"
-    items.append(Label(56, 2.6, title, size=10, bold=True))
+    items.append(Label(2.0, 3.6, title, size=10.5, bold=True, anchor="start"))
 
-    # Column headers
-    top = 13.0
+    # Column positions (layout units; 1 unit = 0.08 inch)
+    xx, xw = 2.0, 6.0  # the input x
+    bus = 11.5  # where x's arrow splits into Q, K and V
+    qx, qw, qh = 14.0, 8.0, 3.2  # Q_i, K_i, V_i, stacked in each lane
+    px, ps = 27.0, 7.2  # the pattern, a square
+    ox, ow = 39.5, 7.0  # the head's output o_i
+    cx, cw, ch = 53.0, 16.0, 4.0  # the concatenation
+    wx, ws = 75.0, 12.0  # W_O
+    rx, rw = 96.0, 14.0  # the writes, and the output under them
+    width = rx + rw + 3.0
+
     for x, text in (
-        (15, "1. project"),
-        (40, "2. attend, per head"),
-        (70, "3. concatenate"),
-        (99, "4. project with W_O"),
+        (qx + qw / 2, "project"),
+        (px + ps / 2, "attend"),
+        (ox + ow / 2, "weigh V"),
+        (cx + cw / 2, "concatenate"),
+        (wx + ws / 2, "W_O"),
+        (rx + rw / 2, "writes add up"),
     ):
-        items.append(Label(x, 8.4, text, size=8.5, bold=True))
+        items.append(Label(x, 9.0, text, size=fs, bold=True))
 
-    # 1. W_Q, W_K, W_V: column blocks
-    side, x0 = 14.0, 8.0
+    # The three projection matrices: head i owns a block of columns of each
+    mtop, msz = 12.0, 7.0
     for k, (name, role) in enumerate((("W_Q", "w_q"), ("W_K", "w_k"), ("W_V", "w_v"))):
-        y0 = top + k * (side + 4.0)
+        mx = 12.0 + k * 11.0
         for i, (a, b) in enumerate(blocks):
             items.append(
-                Box(
-                    x0 + side * a / d_model,
-                    y0,
-                    side * (b - a + 1) / d_model,
-                    side,
-                    head_colour(i),
-                    role,
-                    i,
-                )
-            )
-        items.append(Box(x0, y0, side, side, "none", role, None, outline=True))
-        items.append(Label(x0 - 1.0, y0 + side / 2 + 0.5, name, size=9, anchor="end", bold=True))
-    bottom = top + 3 * side + 8.0  # 63
-    items.append(Label(x0 + side / 2, bottom + 2.6, f"each ({d_model}, {d_model}):", size=7))
-    items.append(Label(x0 + side / 2, bottom + 4.8, "head i owns columns", size=7))
-    items.append(
-        Label(x0 + side / 2, bottom + 7.0, "i\u00b7d_head to (i+1)\u00b7d_head \u2212 1", size=7)
-    )
-
-    # 2. one pattern per head
-    shown = min(h, MAX_PATTERNS_DRAWN)
-    band = bottom - top
-    s = min(8.0, (band - (shown - 1) * 2.0) / shown)
-    gap = 2.0 if shown > 1 else 0.0
-    stack = shown * s + (shown - 1) * gap
-    px = 36.0
-    py0 = top + (band - stack) / 2
-    centres = []
-    items.append(Arrow(x0 + side + 1.0, top + band / 2, px - 1.5, top + band / 2))
-    for i in range(shown):
-        y = py0 + i * (s + gap)
-        fill = head_colour(i)
-        items.append(Box(px, y, s, s, fill, "pattern", i))
-        items.append(
-            Label(
-                px + s / 2,
-                y + s / 2 + 0.45,
-                f"head {i}" if s >= 6.5 else str(i),
-                size=7 if s >= 6.5 else 6,
-                colour=_text_colour(fill),
-            )
+                Box(mx + msz * a / d_model, mtop, msz * (b - a + 1) / d_model, msz,
+                    head_colour(i), role, i)
+            )  # fmt: skip
+        items.append(Box(mx, mtop, msz, msz, "none", role, None, outline=True))
+        items.append(Label(mx + msz / 2, mtop + msz + 2.2, name, size=fs, bold=True))
+    for k, text in enumerate(
+        (
+            f"W_Q, W_K, W_V: each ({d_model}, {d_model}); head i owns columns "
+            f"i\u00b7{d_head} to (i+1)\u00b7{d_head} \u2212 1",
+            "Q_i = x W_Q\u207d\u2071\u207e (head i's columns), and K_i, V_i the same way",
+            f"A_i = softmax(Q_i K_i\u1d40 / \u221a{d_head}), head i's attention pattern",
+            "o_i = A_i V_i, head i's output",
         )
-        centres.append((px + s, y + s / 2))
+    ):
+        items.append(Label(46.0, mtop + 0.9 + 2.45 * k, text, size=fs, anchor="start"))
+
+    # One lane per drawn head
+    top = mtop + msz + 6.5
+    lane = 3 * qh + 2 * 1.0 + 3.2  # three stacked boxes, two gaps, room for the shapes
+    band = shown * lane
+    xy0 = top
+    items.append(Box(xx, xy0, xw, band - 3.2, _GREY, "x", None))
+    items.append(Box(xx, xy0, xw, band - 3.2, "none", "x", None, outline=True))
+    items.append(Label(xx + xw / 2, xy0 + (band - 3.2) / 2 + 0.5, "x", size=11, bold=True))
+    items.append(Label(xx - 1.0, xy0 + band - 1.2, f"({nn}, {d_model})", size=fs, anchor="start"))
+    lanes = []
+    for i in range(shown):
+        y = top + i * lane
+        col, ink = head_colour(i), _text_colour(head_colour(i))
+        ys = [y + j * (qh + 1.0) for j in range(3)]  # tops of Q_i, K_i, V_i
+        mid = (ys[0] + ys[2] + qh) / 2
+        items.append(Arrow(xx + xw + 0.3, mid, bus, mid))
+        for j, name in enumerate(("Q", "K", "V")):
+            items.append(Arrow(bus, mid, qx - 0.3, ys[j] + qh / 2, width=0.6))
+            items.append(Box(qx, ys[j], qw, qh, col, name.lower(), i))
+            items.append(Label(qx + qw / 2, ys[j] + qh / 2 + 0.55, f"{name}{i}", size=fs,
+                               colour=ink))  # fmt: skip
+        # the pattern, from Q_i and K_i
+        pys = (ys[0] + ys[1] + qh) / 2 - ps / 2
+        items.append(Arrow(qx + qw + 0.3, ys[0] + qh / 2, px - 0.3, pys + ps * 0.3, colour=col))
+        items.append(Arrow(qx + qw + 0.3, ys[1] + qh / 2, px - 0.3, pys + ps * 0.7, colour=col))
+        items.append(Box(px, pys, ps, ps, col, "pattern", i))
+        items.append(Label(px + ps / 2, pys + ps / 2 + 0.55, f"A{i}", size=fs, colour=ink))
+        # the output o_i = pattern_i V_i: the values go round the pattern
+        oy = ys[2]
+        vy = ys[2] + qh / 2
+        items.append(Arrow(qx + qw + 0.3, vy, ox - 0.3, vy, colour=col))
+        items.append(Arrow(px + ps / 2, pys + ps + 0.2, ox - 0.3, oy + 0.4, colour=col))
+        items.append(Box(ox, oy, ow, qh, col, "head_out", i))
+        items.append(Label(ox + ow / 2, oy + qh / 2 + 0.55, f"o{i}", size=fs, colour=ink))
+        lanes.append((oy + qh / 2, y))
+        if i == 0:  # the shapes, once
+            sy = ys[2] + qh + 2.0
+            items.append(Label(qx + qw / 2, sy, f"({nn}, {d_head}) each", size=fs))
+            items.append(Label(px + ps / 2, sy + 0.0, f"({nn}, {nn})", size=fs))
+            items.append(Label(ox + ow / 2, sy, f"({nn}, {d_head})", size=fs))
     if shown < h:
         items.append(
-            Label(px + s / 2, bottom + 2.6, f"(heads 0\u2013{shown - 1} of {h} drawn)", size=7)
-        )
-    items.append(Label(px + 4, bottom + 4.8, f"softmax(Q_i K_i\u1d40 / \u221a{d_head})", size=7))
-    items.append(Label(px + 4, bottom + 7.0, f"shape ({nn}, {nn}) each", size=7))
+            Label(qx, top + band + 3.4, f"(heads 0\u2013{shown - 1} of {h} drawn; the others "
+                  "work the same way)", size=fs, anchor="start")
+        )  # fmt: skip
 
-    # 3. concatenation: head i's output (n, d_head) fills block i
-    cx, cw, ch = 58.0, 24.0, 6.0
-    cy = top + band / 2 - ch / 2
+    # The concatenation: o_i fills block i
+    cy = top + band / 2 - ch / 2 - 2.3
     for i, (a, b) in enumerate(blocks):
         items.append(
-            Box(
-                cx + cw * a / d_model,
-                cy,
-                cw * (b - a + 1) / d_model,
-                ch,
-                head_colour(i),
-                "concat",
-                i,
-            )
-        )
+            Box(cx + cw * a / d_model, cy, cw * (b - a + 1) / d_model, ch, head_colour(i),
+                "concat", i)
+        )  # fmt: skip
     items.append(Box(cx, cy, cw, ch, "none", "concat", None, outline=True))
-    for i, (xs, ys) in enumerate(centres):
+    for i, (ly, _) in enumerate(lanes):
         a, b = blocks[i]
         xe = cx + cw * (a + b + 1) / 2 / d_model
-        ye = cy - 0.4 if ys < cy else cy + ch + 0.4
-        items.append(Arrow(xs + 0.6, ys, xe, ye, colour=head_colour(i), width=1.0))
-    # (all labels above the bar: the arrows arrive from the left, above and below it)
+        ye = cy - 0.3 if ly < cy else cy + ch + 0.3
+        items.append(Arrow(ox + ow + 0.3, ly, xe, ye, colour=head_colour(i), width=1.0))
+    # (its labels go under the lanes, where no arrow from an o_i crosses them)
     items.append(
-        Label(cx + cw / 2, top + 1.5, f"concat: ({nn}, h\u00b7d_head) = ({nn}, {d_model})", size=7)
+        Label(cx + cw / 2, top + band + 0.4, f"({nn}, {d_model}): o_i fills block i", size=fs)
     )
-    items.append(Label(cx + cw / 2, top + 4.5, "head i's output,", size=7))
-    items.append(
-        Label(cx + cw / 2, top + 6.7, f"pattern_i \u00b7 V_i of shape ({nn}, {d_head}),", size=7)
-    )
-    items.append(Label(cx + cw / 2, top + 8.9, "fills block i", size=7))
 
-    # 4. W_O: row blocks, then the output
-    ox, ow = 90.0, 18.0
-    oy = top + band / 2 - ow / 2 - 6.0
-    items.append(Label(cx + cw + 4.0, cy + ch / 2 + 0.6, "@", size=11, bold=True))
+    # W_O: block i of the concatenation meets only row block i
+    wy = cy + ch / 2 - ws / 2
+    items.append(Label(cx + cw + 3.0, cy + ch / 2 + 1.0, "@", size=11, bold=True))
     for i, (a, b) in enumerate(blocks):
         items.append(
-            Box(ox, oy + ow * a / d_model, ow, ow * (b - a + 1) / d_model, head_colour(i), "w_o", i)
+            Box(wx, wy + ws * a / d_model, ws, ws * (b - a + 1) / d_model, head_colour(i), "w_o", i)
         )
-    items.append(Box(ox, oy, ow, ow, "none", "w_o", None, outline=True))
-    items.append(Label(ox + ow / 2, oy - 1.2, f"W_O ({d_model}, {d_model}): head i's rows", size=7))
-    out_y = oy + ow + 7.0
-    items.append(Arrow(ox + ow / 2, oy + ow + 0.6, ox + ow / 2, out_y - 0.6))
-    items.append(Box(ox, out_y, ow, ch, _GREY, "output", None))
-    items.append(Box(ox, out_y, ow, ch, "none", "output", None, outline=True))
-    items.append(Label(ox + ow / 2, out_y + ch / 2 + 0.6, f"output ({nn}, {d_model})", size=7))
-    items.append(Label(ox + ow / 2, out_y + ch + 2.8, "= sum over heads of", size=7))
-    items.append(Label(ox + ow / 2, out_y + ch + 5.0, "block i @ rows i of W_O", size=7))
+    items.append(Box(wx, wy, ws, ws, "none", "w_o", None, outline=True))
+    items.append(Label(wx + ws / 2, wy + ws + 2.4, f"({d_model}, {d_model})", size=fs))
+    items.append(Label(wx + ws / 2, wy + ws + 4.7, "row block i", size=fs))
+    items.append(Label(wx + ws / 2, wy + ws + 7.0, "for head i", size=fs))
+
+    # The writes: o_i W_O^(i), one (n, d_model) term per head, added up
+    wh = qh
+    for i, (ly, _) in enumerate(lanes):
+        a, b = blocks[i]
+        ry = ly - wh / 2
+        col = head_colour(i)
+        items.append(
+            Arrow(wx + ws + 0.3, wy + ws * (a + b + 1) / 2 / d_model, rx - 0.3, ly, colour=col,
+                  width=1.0)
+        )  # fmt: skip
+        items.append(Box(rx, ry, rw, wh, col, "write", i))
+        items.append(Label(rx + rw / 2, ry + wh / 2 + 0.55, f"o{i} W_O\u207d{_sup(i)}\u207e",
+                           size=fs, colour=_text_colour(col)))  # fmt: skip
+        if i < shown - 1:
+            items.append(Label(rx + rw / 2, ly + lane / 2 + 1.0, "+", size=11, bold=True))
+    out_y = top + band + 0.6
+    if shown < h:
+        items.append(Label(rx + rw / 2, out_y - 0.6, f"+ \u2026 + o{h - 1} W_O\u207d{_sup(h - 1)}\u207e",
+                           size=fs))  # fmt: skip
+        out_y += 2.6
+    items.append(Label(rx + rw / 2, out_y, "= the sum of the writes", size=fs))
+    oy = out_y + 1.6
+    items.append(Box(rx, oy, rw, wh, _GREY, "output", None))
+    items.append(Box(rx, oy, rw, wh, "none", "output", None, outline=True))
+    items.append(Label(rx + rw / 2, oy + wh / 2 + 0.55, "output", size=fs, bold=True))
+    items.append(Label(rx + rw / 2, oy + wh + 2.4, f"({nn}, {d_model})", size=fs))
 
     # Legend: what each colour means, in numbers
-    y = bottom + 11.5
+    y = max(oy + wh + 7.0, top + band + 7.5)
     rows = list(range(h)) if h <= 4 else [0, 1, None, h - 1]
     for i in rows:
         if i is None:
             items.append(
                 Label(
-                    8.0,
+                    2.0,
                     y + 0.6,
                     "\u2026 (one colour per head; the nine colours repeat from head 9 on)"
                     if h > 9
                     else "\u2026",
-                    size=7.5,
+                    size=fs,
                     anchor="start",
                 )
             )
         else:
             a, b = blocks[i]
-            items.append(Box(8.0, y - 1.2, 2.4, 2.4, head_colour(i), "legend", i))
+            items.append(Box(2.0, y - 1.3, 2.6, 2.6, head_colour(i), "legend", i))
             sp, pl = _span(a, b), "" if a == b else "s"
             items.append(
                 Label(
-                    11.5,
+                    5.6,
                     y + 0.6,
                     f"head {i}: column{pl} {sp} of W_Q, W_K and W_V "
-                    f"\u2192 its own pattern \u2192 feature{pl} {sp} of the concatenation "
+                    f"\u2192 feature{pl} {sp} of the concatenation "
                     f"\u2192 row{pl} {sp} of W_O",
-                    size=7.5,
+                    size=fs,
                     anchor="start",
                 )
             )
-        y += 3.2
-    return DiagramLayout(d_model, h, d_head, 112.0, y + 0.8, tuple(items), title)
+        y += 3.4
+    return DiagramLayout(d_model, h, d_head, width, y + 0.6, tuple(items), title)
 
 
 def plot_layer_diagram(d_model: int, num_heads: int, n: int | None = None, ax=None):
@@ -462,13 +518,18 @@ def _f(v: float) -> str:
 
 
 def layer_diagram_svg(
-    d_model: int, num_heads: int, n: int | None = None, max_width: int = 820
+    d_model: int, num_heads: int, n: int | None = None, max_width: int | None = None
 ) -> str:
     """The same diagram as inline SVG (no scripts, no external fonts): what the shape explorer
-    shows, drawn from :func:`layer_diagram_layout`."""
+    shows, drawn from :func:`layer_diagram_layout`.
+
+    ``max_width`` (CSS pixels) defaults to the layout's own size at 96 pixels per inch, where
+    every label is at least 9 pt; the picture shrinks to fit a narrower container."""
     import html as _html
 
     lay = layer_diagram_layout(d_model, num_heads, n)
+    if max_width is None:
+        max_width = round(lay.width * _INCH_PER_UNIT * 96)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_f(lay.width)} {_f(lay.height)}" '
         f'style="width:100%;max-width:{max_width}px;height:auto" role="img" '

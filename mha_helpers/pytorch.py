@@ -70,8 +70,11 @@ def pytorch_state_dict(
     prefix : put in front of every key, e.g. ``"self_attn."`` for the attention inside
         ``torch.nn.TransformerEncoderLayer``
 
-    Returns a dict of NumPy arrays with the keys and shapes of
-    ``torch.nn.MultiheadAttention(d_model, num_heads, batch_first=True).state_dict()``:
+    Returns a dict of NumPy arrays with the keys and shapes of the state dict of
+    ``torch.nn.MultiheadAttention(d_model, num_heads, bias=False, batch_first=True)`` when no bias
+    is given, and of the layer with its default ``bias=True`` when any bias is given (the
+    default layer's ``load_state_dict`` refuses a bias-free dict: "Missing key(s):
+    in_proj_bias, out_proj.bias"):
 
     * ``in_proj_weight`` ``(3 * d_model, d_model)``: ``w_q.T``, ``w_k.T``, ``w_v.T`` stacked
       row-wise, in that order (``nn.Linear`` computes ``x @ A.T``, so each block is transposed);

@@ -48,16 +48,21 @@ def test_plot_heads_draws_one_titled_heatmap_per_head_and_one_colorbar():
 # The block diagram of the layer (lessons 02 and 03, and the shape explorer)
 # ---------------------------------------------------------------------------------------------
 
+import re  # noqa: E402
+
 from mha_helpers.plots import (  # noqa: E402
     HEAD_COLOURS,
+    MAX_HEADS_DRAWN,
+    Arrow,
     Box,
+    Label,
     head_colour,
     layer_diagram_layout,
     layer_diagram_svg,
     plot_layer_diagram,
 )
 
-ROLES = ("w_q", "w_k", "w_v", "pattern", "concat", "w_o")
+ROLES = ("w_q", "w_k", "w_v", "q", "k", "v", "pattern", "head_out", "concat", "w_o", "write")
 
 
 @pytest.mark.parametrize("d_model, h", [(8, 2), (12, 3), (8, 4), (768, 12), (1024, 32), (8, 1)])
@@ -82,8 +87,61 @@ def test_each_head_has_one_colour_in_every_block_it_owns(d_model, h):
             assert all(abs(b.h - frame.h) < 1e-9 for b in blocks)
         np.testing.assert_allclose(edges, np.arange(h + 1) * d_head / d_model, atol=1e-9)
         np.testing.assert_allclose(sizes, d_head / d_model)
-    patterns = lay.boxes("pattern")
-    assert [b.head for b in patterns] == list(range(min(h, 8)))
+    drawn = list(range(min(h, MAX_HEADS_DRAWN)))
+    for role in ("q", "k", "v", "pattern", "head_out", "write"):  # one lane per drawn head
+        assert [b.head for b in lay.boxes(role)] == drawn, role
+
+
+@pytest.mark.parametrize("d_model, h", [(8, 2), (12, 3), (1024, 32)])
+def test_the_diagram_draws_the_whole_data_flow_of_each_drawn_head(d_model, h):
+    """x feeds each lane; Q_i and K_i feed the pattern; the pattern and V_i feed o_i; o_i goes
+    to its block of the concatenation; W_O's row block i writes head i's term; the writes add
+    up to the output."""
+    lay = layer_diagram_layout(d_model, h)
+    arrows = [it for it in lay.items if isinstance(it, Arrow)]
+
+    def box(role, head=None):
+        return next(b for b in lay.boxes(role) if b.head == head and not b.outline)
+
+    def enters(b):  # arrows whose head lies on the box's edge (0.5 units of slack)
+        return [
+            a for a in arrows
+            if b.x - 0.5 <= a.x1 <= b.x + b.w + 0.5 and b.y - 0.5 <= a.y1 <= b.y + b.h + 0.5
+        ]  # fmt: skip
+
+    def leaves(b):
+        return [
+            a for a in arrows
+            if b.x - 0.5 <= a.x0 <= b.x + b.w + 0.5 and b.y - 0.5 <= a.y0 <= b.y + b.h + 0.5
+        ]  # fmt: skip
+
+    assert box("x") and box("output")
+    for i in range(min(h, MAX_HEADS_DRAWN)):
+        for role in ("q", "k", "v"):
+            assert enters(box(role, i)), (role, i)  # from x
+        assert len(enters(box("pattern", i))) == 2  # from Q_i and K_i
+        assert len(enters(box("head_out", i))) == 2  # from the pattern and from V_i
+        assert leaves(box("head_out", i))  # into the concatenation
+        assert enters(box("write", i))  # from W_O's row block i
+        concat = box("concat", i)
+        assert any(concat.x <= a.x1 <= concat.x + concat.w for a in leaves(box("head_out", i)))
+    texts = [it.text for it in lay.items if isinstance(it, Label)]
+    assert any("sum of the writes" in t for t in texts)
+
+
+@pytest.mark.parametrize("d_model, h, n", [(8, 2, 3), (1024, 32, None)])
+def test_every_label_is_at_least_9_pt_at_the_default_size(d_model, h, n):
+    lay = layer_diagram_layout(d_model, h, n)
+    assert min(it.size for it in lay.items if isinstance(it, Label)) >= 9
+    ax = plot_layer_diagram(d_model, h, n)
+    assert min(t.get_fontsize() for t in ax.texts) >= 9
+    width_in = ax.figure.get_size_inches()[0]
+    assert abs(width_in - lay.width * 0.08) < 1e-9  # drawn at the layout's own size
+    plt.close("all")
+    svg = layer_diagram_svg(d_model, h, n)
+    px_per_unit = float(svg.split("max-width:")[1].split("px")[0]) / lay.width
+    sizes = [float(v) for v in re.findall(r'font-size="([0-9.]+)"', svg)]
+    assert min(sizes) * px_per_unit * 72 / 96 >= 9 - 0.05  # CSS px -> pt at the default width
 
 
 def test_neighbouring_heads_never_share_a_colour_and_nine_heads_are_all_distinct():
@@ -101,7 +159,7 @@ def test_the_legend_names_each_heads_columns_and_rows_from_d_model_and_h():
     assert any("d_model = 8, h = 2, d_head = 4" in t for t in texts)
     assert any("(3, 3)" in t for t in texts)  # n = 3 written into the pattern shape
     many = [it.text for it in layer_diagram_layout(1024, 32).items if hasattr(it, "text")]
-    assert any("heads 0\u20137 of 32 drawn" in t for t in many)
+    assert any("heads 0\u20133 of 32 drawn" in t for t in many)
     assert any("head 31: columns 992\u20131023" in t for t in many)
 
 
@@ -139,4 +197,21 @@ def test_plot_layer_diagram_draws_into_given_axes_without_warnings():
         out = plot_layer_diagram(8, 2, ax=ax)
         fig.canvas.draw()
     assert out is ax and not ax.axison
+    plt.close("all")
+
+
+def test_heatmap_numbers_take_the_higher_contrast_ink_on_every_cell():
+    """White on the mid-grey cividis cells (weights about 0.4-0.5) was hard to read; each number
+    now gets black or white, whichever contrasts more, which is at least 4.5:1 everywhere."""
+    from mha_helpers.plots import _relative_luminance
+
+    weights = np.linspace(0, 1, 16).reshape(4, 4)
+    ax = plot_attention(weights, list("abcd"))
+    cmap = plt.get_cmap("cividis")
+    for text in ax.texts:
+        w = float(text.get_text())
+        bg = _relative_luminance(cmap(w))
+        ink = _relative_luminance(matplotlib.colors.to_rgb(text.get_color()))
+        hi, lo = max(bg, ink), min(bg, ink)
+        assert (hi + 0.05) / (lo + 0.05) >= 4.5, (w, text.get_color())
     plt.close("all")

@@ -451,3 +451,65 @@ def test_helpers_and_lesson_07_do_not_need_torch():
     for source in code_cells:
         for line in source.splitlines():
             assert not line.lstrip().startswith(("import torch", "from torch")), line
+
+
+# ---------------------------------------------------------------------------------------------
+# What lessons 01 and 07 say about PyTorch, checked against PyTorch itself
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_bias_free_state_dict_loads_only_into_a_layer_built_with_bias_false():
+    """Lesson 07 §4 and pytorch_state_dict's docstring: the default layer (bias=True) refuses
+    the bias-free dict with 'Missing key(s)'; bias=False loads it."""
+    torch = _torch_or_skip()
+    w = [np.random.default_rng(1).normal(size=(8, 8)) for _ in range(4)]
+    state = {k: torch.from_numpy(v).float() for k, v in pytorch_state_dict(*w).items()}
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\).*in_proj_bias.*out_proj\.bias"):
+        torch.nn.MultiheadAttention(8, 2, batch_first=True).load_state_dict(state)
+    torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True).load_state_dict(state)
+
+
+def test_in_proj_weight_exists_only_when_kdim_and_vdim_equal_embed_dim():
+    """Lesson 07 §4's table: with another kdim or vdim the layer stores q_proj_weight,
+    k_proj_weight and v_proj_weight instead."""
+    torch = _torch_or_skip()
+    same = torch.nn.MultiheadAttention(8, 2).state_dict()
+    other = torch.nn.MultiheadAttention(8, 2, kdim=6, vdim=6).state_dict()
+    assert "in_proj_weight" in same and "q_proj_weight" not in same
+    assert "in_proj_weight" not in other
+    assert tuple(other["k_proj_weight"].shape) == (8, 6) and tuple(
+        other["v_proj_weight"].shape
+    ) == (8, 6)
+
+
+def test_a_batch_first_mask_without_batch_first_fails_only_when_batch_differs_from_n():
+    """Lesson 07 §4: a (batch, n) key_padding_mask given to a batch_first=False layer raises
+    when batch != n and is accepted silently when batch == n."""
+    torch = _torch_or_skip()
+    layer = torch.nn.MultiheadAttention(8, 2)  # batch_first=False: reads (n, batch, d)
+    for batch, n, raises in ((3, 5, True), (4, 4, False)):
+        x = torch.randn(batch, n, 8)
+        pad = torch.zeros(batch, n, dtype=torch.bool)
+        pad[:, -1] = True
+        if raises:
+            with pytest.raises(Exception, match="key_padded_mask"):
+                layer(x, x, x, key_padding_mask=pad)
+        else:
+            out, _ = layer(x, x, x, key_padding_mask=pad)
+            assert out.shape == (batch, n, 8)
+
+
+def test_pytorch_initialisation_scales_quoted_in_lesson_01():
+    """Lesson 01 §2: nn.Linear draws U(+-1/sqrt(fan_in)), std 1/sqrt(3 fan_in);
+    nn.MultiheadAttention draws its packed Q/K/V weight Xavier-uniform, std 1/sqrt(2 d), and sets
+    its biases to 0."""
+    torch = _torch_or_skip()
+    torch.manual_seed(0)
+    d = 512
+    layer = torch.nn.MultiheadAttention(d, 8)
+    linear = torch.nn.Linear(d, d)
+    assert abs(layer.in_proj_weight.std().item() * math.sqrt(2 * d) - 1) < 0.01
+    assert abs(linear.weight.std().item() * math.sqrt(3 * d) - 1) < 0.01
+    assert (
+        layer.in_proj_bias.abs().max().item() == 0 and layer.out_proj.bias.abs().max().item() == 0
+    )

@@ -12,20 +12,29 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from nbclient import NotebookClient
 
+from mha_helpers.grading import codec
 from mha_helpers.grading.course import Course, find_course
+from mha_helpers.grading.judge import value_hashes, value_info, value_verdict
 from mha_helpers.grading.program import _check_calls
-from mha_helpers.grading.questions import questions_for
+from mha_helpers.grading.questions import get_question, questions_for
 from mha_helpers.grading.release import (
     ReleaseError,
+    data_agrees,
     release,
     release_notebook,
+    student_copy,
     validate_nbgrader_metadata,
 )
 
@@ -67,6 +76,183 @@ def test_release_check_reports_a_hand_edited_exercise_and_data(tmp_path):
     )
     release(course)  # regenerating repairs all three
     assert release(course, check=True) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Drift with a tolerance: another processor's last bits pass, a real change fails
+
+
+def _nudge(obj, ulps=4):
+    """``obj`` (encoded self-check data) with every float moved ``ulps`` units in the last
+    place, as another processor's summation order moves them."""
+    if isinstance(obj, float):
+        for _ in range(ulps if math.isfinite(obj) else 0):
+            obj = math.nextafter(obj, math.inf)
+        return obj
+    if isinstance(obj, list):
+        return [_nudge(v, ulps) for v in obj]
+    if isinstance(obj, dict):
+        if obj.get("dtype") == "f8":
+            x = codec.decode(obj)
+            for _ in range(ulps):
+                x = np.where(np.isfinite(x), np.nextafter(x, np.inf), x)
+            return codec.encode(x)
+        return {k: _nudge(v, ulps) for k, v in obj.items()}
+    return obj
+
+
+def _course_copy(tmp_path):
+    root = tmp_path / "course"
+    shutil.copytree(SOLUTIONS, root / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    course = Course(root)
+    release(course)
+    return course
+
+
+def _nudge_computed(d):  # what the banks computed; the rest (points, rtol, ...) is not
+    for q in d["questions"]:
+        if "public" in q:
+            q["public"] = _nudge(q["public"])
+
+
+def _edit(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def _scale_array(encoded, factor, index=0):
+    x = codec.decode(encoded).copy()
+    x.flat[index] *= factor
+    return codec.encode(x)
+
+
+def test_last_bit_drift_passes_the_check_and_release_leaves_the_file_alone(tmp_path):
+    course = _course_copy(tmp_path)
+    path = course.data / "01_recap_self_attention.json"
+    _edit(path, _nudge_computed)
+    nudged = path.read_bytes()
+    assert nudged != (ROOT / "mha_helpers/grading/data" / path.name).read_bytes()
+    assert release(course, check=True) == []
+    assert release(course) == [] and path.read_bytes() == nudged  # nothing rewritten
+    student_copy(course, tmp_path / "copy")  # the student-copy guard agrees
+
+
+def _change_expected(d):  # an expected output 1e-7 relative away: below grading, above drift
+    q = d["questions"][0]["public"]
+    q["expected"][1] = _scale_array(q["expected"][1], 1 + 1e-7, index=3)
+
+
+def _change_case(d):
+    case = d["questions"][0]["public"]["cases"][0]["__tuple__"]
+    case[0] = _scale_array(case[0], 1.01)
+
+
+def _change_mistake(d):
+    row = d["questions"][0]["public"]["mistakes"][0]
+    row[0] = _scale_array(row[0], -1.0, index=2)
+
+
+def _change_hint(d):
+    d["questions"][1]["mistakes"][0]["hint"] += " (edited)"
+
+
+def _drop_case(d):
+    d["questions"][0]["public"]["cases"].pop()
+
+
+@pytest.mark.parametrize(
+    "change", [_change_expected, _change_case, _change_mistake, _change_hint, _drop_case]
+)
+def test_a_real_change_to_the_data_is_still_caught(tmp_path, change):
+    course = _course_copy(tmp_path)
+    path = course.data / "01_recap_self_attention.json"
+    _edit(path, lambda d: (_nudge_computed(d), change(d)))
+    assert release(course, check=True) == [path]
+    with pytest.raises(ReleaseError, match="out of date"):
+        student_copy(course, tmp_path / "copy")
+    release(course)
+    assert release(course, check=True) == []
+
+
+def test_a_changed_value_answer_is_caught(tmp_path):
+    course = _course_copy(tmp_path)
+    path = course.data / "03_concatenate_and_project.json"
+    q = get_question("q03_d_head")
+
+    def change(d):
+        [entry] = [e for e in d["questions"] if e["grade_id"] == q.grade_id]
+        entry["public"]["info"]["hashes"] = value_hashes(q.grade_id, q.expected + 1)
+
+    _edit(path, change)
+    assert release(course, check=True) == [path]
+
+
+class _ValueQuestion:
+    """A value question whose answer is a float computed with a rounding in its last bits."""
+
+    def __init__(self, expected, mistake):
+        self.grade_id, self.kind, self.rtol, self.atol = "q_demo", "value", 1e-6, 1e-8
+        self.expected = expected
+        self.mistakes = [type("M", (), {"answer": mistake, "name": "m", "hint": "h"})()]
+
+    def entry(self):
+        return {
+            "grade_id": self.grade_id,
+            "kind": "value",
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "public": {
+                "info": value_info(self.grade_id, self.expected),
+                "mistakes": [value_hashes(self.grade_id, m.answer) for m in self.mistakes],
+            },
+        }
+
+
+# 1.234565 sits on a boundary of the 6-digit rounding: one unit in the last place decides
+# which way it rounds, so one of its two hashes differs between two processors.
+ON_A_BOUNDARY = [1.234565, np.array([[0.5, 1.234565], [2.0, -3.75]]), 0.0009765625]
+
+
+@pytest.mark.parametrize("value", ON_A_BOUNDARY, ids=["scalar", "array", "2**-10"])
+def test_value_hashes_a_few_bits_apart_agree_in_the_verdict_and_in_the_drift_check(value):
+    there = np.nextafter(value, np.inf)
+    if isinstance(value, float):
+        there = float(there)
+    here_q, there_q = _ValueQuestion(value, value * 2), _ValueQuestion(there, there * 2)
+    hashes = value_hashes("q_demo", value), value_hashes("q_demo", there)
+    assert hashes[0] != hashes[1]  # the stored data does change in its last bits...
+    assert data_agrees({"questions": [here_q.entry()]}, {"questions": [there_q.entry()]}, [there_q])
+    meta = {"grade_id": "q_demo", "points": 1, "hint": "", "mistakes": [{"hint": "h"}]}
+    verdict = value_verdict(meta, value_info("q_demo", value), [], there)
+    assert verdict["status"] == "passed"  # ...and a learner's answer computed elsewhere passes
+
+
+def test_value_hash_drift_check_catches_a_real_change():
+    q = _ValueQuestion(1.234565, 2.0)
+    changed = _ValueQuestion(1.23458, 2.0)  # same 5-digit rounding, a different value
+    assert not data_agrees({"questions": [changed.entry()]}, {"questions": [q.entry()]}, [q])
+    wrong_mistake = _ValueQuestion(1.234565, 2.0001)
+    assert not data_agrees({"questions": [wrong_mistake.entry()]}, {"questions": [q.entry()]}, [q])
+
+
+def test_release_check_passes_on_generic_kernels():
+    """The committed data holds when NumPy and OpenBLAS run the generic kernels every x86-64
+    processor has (as on a machine without AVX-512). .ci/run also runs the tests this way."""
+    import numpy._core._multiarray_umath as umath
+
+    env = dict(
+        os.environ,
+        OPENBLAS_CORETYPE="Prescott",
+        NPY_DISABLE_CPU_FEATURES=" ".join(umath.__cpu_dispatch__),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "mha_helpers.cli", "release", "--check", "--course", str(ROOT)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 DATA_FILES = sorted((ROOT / "mha_helpers" / "grading" / "data").glob("*.json"))

@@ -29,6 +29,7 @@ import numpy as np
 from . import codec
 from .judge import (
     NO_OUTPUT,
+    case_traits,
     expected_outputs,
     function_verdict,
     not_attempted,
@@ -100,7 +101,7 @@ def _decode_mistakes(rows):
     return out
 
 
-def _judge(meta: dict, answer, cases, expected, mistakes, value=None) -> dict:
+def _judge(meta: dict, answer, cases, expected, mistakes, value=None, traits=None) -> dict:
     """Judge an answer in this process (cases, expected outputs and mistakes' outputs given)."""
     if meta["kind"] == "manual":
         return {
@@ -121,7 +122,7 @@ def _judge(meta: dict, answer, cases, expected, mistakes, value=None) -> dict:
     if not callable(answer):
         return not_callable(meta, type(answer).__name__)
     results, helpers = run_cases(answer, cases, meta["forbidden"])
-    return function_verdict(meta, results, expected, mistakes, len(cases), helpers)
+    return function_verdict(meta, results, expected, mistakes, len(cases), helpers, traits)
 
 
 def data_meta(q: dict) -> dict:
@@ -138,7 +139,14 @@ def self_check(grade_id: str, answer) -> dict:
     if q["kind"] == "function":
         cases = [tuple(codec.decode(c)) for c in pub["cases"]]
         expected = [codec.decode(e) for e in pub["expected"]]
-        return _judge(meta, answer, cases, expected, _decode_mistakes(pub["mistakes"]))
+        return _judge(
+            meta,
+            answer,
+            cases,
+            expected,
+            _decode_mistakes(pub["mistakes"]),
+            traits=pub.get("traits"),
+        )
     if q["kind"] == "value":
         return _judge(meta, answer, None, None, None, value=(pub["info"], pub["mistakes"]))
     return _judge(meta, answer, None, None, None)
@@ -156,7 +164,7 @@ def evaluate(q, answer, cases=None) -> dict:
     if q.kind == "function":
         cases = public_cases(q) if cases is None else cases
         expected, mistakes = expected_outputs(q, cases)
-        return _judge(meta, answer, cases, expected, mistakes)
+        return _judge(meta, answer, cases, expected, mistakes, traits=case_traits(q, cases))
     if q.kind == "value":
         info = value_info(q.grade_id, q.expected)
         hashes = [value_hashes(q.grade_id, m.answer) for m in q.mistakes]
@@ -211,6 +219,9 @@ def _check(grade_id: str, answer) -> str:
         print(f"{grade_id}: not attempted yet {pts}")
     elif r["status"] == "manual":
         print(f"{grade_id}: written answer, graded by your instructor [{q_points:g} points]")
+    elif r["status"] == "recorded":
+        print(f"{grade_id}: recorded, checked at grading [{q_points:g} points]")
+        print(f"  {r['message']}")
     else:
         print(f"{grade_id}: not yet {pts}")
         print(f"  {r['message']}")

@@ -1,21 +1,29 @@
 """Collect: find the submissions under the paths an instructor gives, and read them safely.
 
-Layouts recognised (automatically, per path; the summary says which):
+Every submission carries the student's LMS identity (``student_id``) beside the display name
+(``student``). Layouts recognised (automatically, per path; the summary says which):
 
 * **folders**: one folder per student (``alice/hw.ipynb``, nested folders allowed); a folder
   with no subfolders given by itself is one student's folder; loose notebooks in the top folder
-  are named after their file;
-* **canvas**: a Canvas bulk download, flat files ``login[_LATE]_userid_submissionid_name.ipynb``
-  (student = login; ``_LATE`` marks a late submission). A ``.zip`` a student uploaded is opened
-  and its notebooks graded;
-* **moodle**: a Moodle bulk download, folders ``Full Name_123456_assignsubmission_file_/...``
-  (student = the full name);
-* a **.zip** of any of these, read into a private temporary folder: absolute names, ``..``,
-  links, too many members and zip bombs (by declared and by actual size) are refused with a note.
+  are named after their file. ``student_id`` = the folder name;
+* **canvas**: a Canvas bulk download, flat files ``lastfirst[_LATE]_userid_submissionid_name``
+  (``student_id`` = the Canvas user id, ``student`` = ``lastfirst``; ``_LATE`` marks a late
+  submission; ``name-1.ipynb``, ``name-2.ipynb`` are Canvas's numbering of a resubmitted file).
+  A ``.zip`` a student uploaded is opened and its notebook graded;
+* **moodle**: a Moodle bulk download, folders ``Full Name_<participantid>_assignsubmission_file_/``
+  (``student_id`` = the participant id, ``student`` = the full name);
+* **moodle-flat**: the same download without folders, every file named
+  ``Full Name_<participantid>_assignsubmission_file_<file>``;
+* a **.zip** of any of these, read member by member into a private temporary folder: absolute
+  names, ``..``, links, encrypted members and zip bombs are refused with a note for the student
+  the member belongs to (a refused notebook is that student's row, status ``refused``); names
+  too long for the file system are shortened with a hash; a file whose name collides with a
+  folder is kept under another name. No member can cost another student anything.
 
 Nothing is ever written to a submission. Symbolic links are never followed (the row says so).
-Student names are normalised (Unicode NFC, invisible characters removed, spaces collapsed)
-before duplicates are looked for.
+Student names are normalised (Unicode NFC, invisible characters removed, spaces collapsed);
+names and notes taken from file names pass :func:`.untrusted.clean_text`. What the instructor
+sees of a path (``Submission.shown``) is relative to the folder given, never absolute.
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from .untrusted import clean_filename, clean_text
 
 __all__ = [
     "Submission",
@@ -47,17 +58,31 @@ ZIP_MAX_RATIO = 200  # uncompressed / compressed, per member
 
 CANVAS = re.compile(r"^(?P<login>.+?)(?P<late>_LATE)?_(?P<userid>\d+)_(?P<subid>\d+)_(?P<rest>.+)$")
 MOODLE = re.compile(r"^(?P<name>.+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
+MOODLE_FLAT = re.compile(
+    r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.+)$"
+)
+RESUBMISSION = re.compile(r"-(\d+)$")  # Canvas's "name-1.ipynb" for a file uploaded again
+SUFFIXES = (".ipynb", ".zip")
 
 
 @dataclass
 class Submission:
     path: Path | None  # the notebook (None for a row without one)
-    student: str
-    display: str  # where it came from, as shown to the instructor
+    student: str  # the display name
+    display: str  # where it came from (internal; may be absolute)
     late: bool = False
     status: str = ""  # set when the submission is refused before grading
     note: str = ""
     notes: list = field(default_factory=list)
+    student_id: str = ""  # the LMS identity: Canvas user id, Moodle participant id, folder name
+    shown: str = ""  # where it came from, as the instructor and student see it (relative)
+    rank: tuple = ()  # among one student's copies of an assignment, the highest counts
+    picked: bool = False  # given by itself on the command line: the instructor's choice
+    batch: str = ""  # the path given that this submission came from
+
+    def __post_init__(self):
+        self.student_id = self.student_id or self.student
+        self.shown = self.shown or Path(str(self.display)).name
 
 
 @dataclass
@@ -80,7 +105,7 @@ def normalise_name(name: str) -> str:
     >>> normalise_name("Ana\\u200b Lu\\u0301cia  ") == "Ana Lúcia"
     True
     """
-    text = unicodedata.normalize("NFC", str(name))
+    text = unicodedata.normalize("NFC", clean_text(name, max_chars=200))
     text = "".join(
         " " if unicodedata.category(ch) in ("Zs", "Zl", "Zp") or ch in "\t\r\n" else ch
         for ch in text
@@ -125,142 +150,311 @@ def _notebooks_under(folder: Path) -> list[Path]:
         dirnames[:] = keep
         for f in sorted(filenames):
             p = here / f
-            if not f.startswith(".") and p.suffix.lower() in (".ipynb", ".zip"):
+            if not f.startswith(".") and p.suffix.lower() in SUFFIXES:
                 found.append(p)
     return found
 
 
+def _mostly(matches: int, total: int) -> bool:
+    return total > 0 and matches >= max(1, (total + 1) // 2)
+
+
 def _is_canvas(children: list[Path]) -> bool:
-    files = [c for c in children if c.suffix.lower() in (".ipynb", ".zip")]
-    return (
-        bool(files)
-        and all(not c.is_dir() for c in children)
-        and sum(bool(CANVAS.match(c.name)) for c in files) >= max(1, (len(files) + 1) // 2)
+    files = [c for c in children if c.suffix.lower() in SUFFIXES]
+    return all(not c.is_dir() for c in children) and _mostly(
+        sum(bool(CANVAS.match(c.name)) for c in files), len(files)
+    )
+
+
+def _is_moodle_flat(children: list[Path]) -> bool:
+    files = [c for c in children if not c.is_dir()]
+    return all(not c.is_dir() for c in children) and _mostly(
+        sum(bool(MOODLE_FLAT.match(c.name)) for c in files), len(files)
     )
 
 
 def _is_moodle(children: list[Path]) -> bool:
     dirs = [c for c in children if c.is_dir()]
-    return bool(dirs) and sum(bool(MOODLE.match(c.name)) for c in dirs) >= max(
-        1, (len(dirs) + 1) // 2
-    )
+    return _mostly(sum(bool(MOODLE.match(c.name)) for c in dirs), len(dirs))
 
 
-def _symlink_row(path: Path, student: str) -> Submission:
+def _rank(path: Path) -> tuple:
+    """The default order among one student's copies: the most recently modified, then the last
+    by name (a Canvas download ranks by its own numbering instead, see :func:`_from_canvas`)."""
+    try:
+        mtime = path.lstat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return (0, 0, mtime, path.name)
+
+
+class _Where:
+    """How paths under one given path are shown: relative to its parent, or inside a zip."""
+
+    def __init__(self, base: Path, prefix: str = ""):
+        self.base, self.prefix = base, prefix
+
+    def __call__(self, path: Path) -> str:
+        try:
+            rel = Path(path).relative_to(self.base).as_posix()
+        except ValueError:
+            rel = Path(path).name
+        return clean_text(f"{self.prefix}{rel}", max_chars=300)
+
+
+def _sub(path, student, where, student_id="", at=None, **kw) -> Submission:
+    """A submission found at ``path`` (or, without a notebook, at the folder ``at``)."""
+    place = path if path is not None else at
     return Submission(
-        None,
+        path,
         student,
-        str(path),
-        status="refused",
-        note="a symbolic link; not followed (it could point at someone else's work)",
+        str(place),
+        student_id=student_id,
+        shown=where(place) if place is not None else "",
+        **kw,
     )
 
 
-def _from_folders(root: Path, subs: list):
+def _refused_link(path: Path, student: str, where, student_id="") -> Submission:
+    sub = _sub(path, student, where, student_id, status="refused")
+    sub.path = None
+    sub.note = "a symbolic link; not followed (it could point at someone else's work)"
+    return sub
+
+
+def _from_folders(root: Path, subs: list, where):
     children = _visible(root)
     if not any(c.is_dir() for c in children if not c.is_symlink()) and not any(
         c.is_symlink() and c.is_dir() for c in children
     ):
         student = normalise_name(root.resolve().name)  # one student's folder, given by itself
-        found = [c for c in children if c.suffix.lower() in (".ipynb", ".zip")]
+        found = [c for c in children if c.suffix.lower() in SUFFIXES]
         if not found:
             subs.append(
-                Submission(
-                    None, student, str(root), status="missing", note="no notebook in this folder"
+                _sub(
+                    None,
+                    student,
+                    where,
+                    at=root,
+                    status="missing",
+                    note="no notebook in this folder",
                 )
             )
         for c in found:
             subs.append(
-                _symlink_row(c, student) if c.is_symlink() else Submission(c, student, str(c))
+                _refused_link(c, student, where)
+                if c.is_symlink()
+                else _sub(c, student, where, rank=_rank(c))
             )
         return
     for child in children:
         if child.is_symlink():
             subs.append(
-                _symlink_row(child, normalise_name(child.stem if child.suffix else child.name))
+                _refused_link(
+                    child, normalise_name(child.stem if child.suffix else child.name), where
+                )
             )
         elif child.is_dir():
             student = normalise_name(child.name)
             found = _notebooks_under(child)
             if not found:
                 subs.append(
-                    Submission(
+                    _sub(
                         None,
                         student,
-                        str(child),
+                        where,
+                        at=child,
                         status="missing",
                         note="no notebook in this student's folder",
                     )
                 )
             for p in found:
                 subs.append(
-                    _symlink_row(p, student) if p.is_symlink() else Submission(p, student, str(p))
+                    _refused_link(p, student, where)
+                    if p.is_symlink()
+                    else _sub(p, student, where, rank=_rank(p))
                 )
-        elif child.suffix.lower() in (".ipynb", ".zip"):
-            subs.append(Submission(child, normalise_name(child.stem), str(child)))
+        elif child.suffix.lower() in SUFFIXES:
+            subs.append(_sub(child, normalise_name(child.stem), where, rank=_rank(child)))
 
 
-def _from_canvas(root: Path, subs: list, files=None):
+def _from_canvas(root: Path, subs: list, where, files=None):
     for child in files if files is not None else _visible(root):
-        if child.suffix.lower() not in (".ipynb", ".zip"):
+        if child.suffix.lower() not in SUFFIXES:
             continue
         m = CANVAS.match(child.name)
         student = normalise_name(m.group("login") if m else child.stem)
-        late = bool(m and m.group("late"))
+        student_id = m.group("userid") if m else student
         if child.is_symlink():
-            subs.append(_symlink_row(child, student))
+            subs.append(_refused_link(child, student, where, student_id))
             continue
-        sub = Submission(child, student, str(child), late=late)
+        if m:
+            resub = RESUBMISSION.search(Path(m.group("rest")).stem)
+            rank = (int(resub.group(1)) if resub else 0, int(m.group("subid")), 0, child.name)
+        else:
+            rank = _rank(child)
+        sub = _sub(child, student, where, student_id, late=bool(m and m.group("late")), rank=rank)
         if not m:
             sub.notes.append(
-                "file name does not follow Canvas's login_userid_submissionid_name "
+                "file name does not follow Canvas's lastfirst_userid_submissionid_name "
                 "pattern; named after the file"
             )
         subs.append(sub)
 
 
-def _from_moodle(root: Path, subs: list):
+def _from_moodle_flat(root: Path, subs: list, where):
+    seen = set()
+    for child in _visible(root):
+        m = MOODLE_FLAT.match(child.name)
+        if child.suffix.lower() not in SUFFIXES:
+            if m:
+                seen.add(m.group("id"))
+            continue
+        student = normalise_name(m.group("name") if m else child.stem)
+        student_id = m.group("id") if m else student
+        seen.add(student_id)
+        if child.is_symlink():
+            subs.append(_refused_link(child, student, where, student_id))
+            continue
+        sub = _sub(child, student, where, student_id, rank=_rank(child))
+        if not m:
+            sub.notes.append(
+                "file name does not follow Moodle's Full Name_id_assignsubmission_file_name "
+                "pattern; named after the file"
+            )
+        subs.append(sub)
+    for child in _visible(root):  # a participant who handed in only other files
+        m = MOODLE_FLAT.match(child.name)
+        if m and m.group("id") not in {s.student_id for s in subs}:
+            subs.append(
+                _sub(
+                    None,
+                    normalise_name(m.group("name")),
+                    where,
+                    m.group("id"),
+                    at=child,
+                    status="missing",
+                    note="no notebook in this student's submission",
+                )
+            )
+
+
+def _from_moodle(root: Path, subs: list, where):
     by_student: dict = {}
     for child in _visible(root):
         m = MOODLE.match(child.name)
+        student = normalise_name(m.group("name") if m else child.name)
+        student_id = m.group("id") if m else student
         if child.is_symlink():
-            subs.append(_symlink_row(child, normalise_name(m.group("name") if m else child.name)))
+            subs.append(_refused_link(child, student, where, student_id))
             continue
         if not child.is_dir():
             continue
-        student = normalise_name(m.group("name") if m else child.name)
-        by_student.setdefault(student, []).append(child)
-    for student, folders in by_student.items():
+        by_student.setdefault((student_id, student), []).append(child)
+    for (student_id, student), folders in by_student.items():
         found = [p for folder in folders for p in _notebooks_under(folder)]
         if not found:
             subs.append(
-                Submission(
+                _sub(
                     None,
                     student,
-                    str(folders[0]),
+                    where,
+                    student_id,
+                    at=folders[0],
                     status="missing",
                     note="no notebook in this student's submission",
                 )
             )
         for p in found:
             subs.append(
-                _symlink_row(p, student) if p.is_symlink() else Submission(p, student, str(p))
+                _refused_link(p, student, where, student_id)
+                if p.is_symlink()
+                else _sub(p, student, where, student_id, rank=_rank(p))
             )
+
+
+LAYOUTS = {
+    "canvas": _from_canvas,
+    "moodle-flat": _from_moodle_flat,
+    "moodle": _from_moodle,
+    "folders": _from_folders,
+}
 
 
 def _layout(root: Path) -> str:
     children = _visible(root)
     if _is_canvas(children):
         return "canvas"
+    if _is_moodle_flat(children):
+        return "moodle-flat"
     if _is_moodle(children):
         return "moodle"
     return "folders"
 
 
-def _extract_zip(archive: Path, notes: list) -> Path:
-    """Extract into a new private temporary folder, refusing unsafe members; return it."""
+# --- archives, member by member -------------------------------------------------------------
+
+
+@dataclass
+class _Failure:
+    dest: Path  # where the member would have been (under the extraction folder)
+    name: str  # the member's name, cleaned, for notes
+    reason: str
+    is_submission: bool  # a notebook or zip: its owner gets a refused row for it
+
+
+def _component(name: str) -> str:
+    """One path component as the file system can hold it: cleaned, long names shortened with a
+    hash (by :func:`.untrusted.clean_filename`)."""
+    return clean_filename(name)
+
+
+def _place(target: Path, parts: tuple, aliases: dict) -> tuple[Path, list[str]]:
+    """Where a member goes: every folder on the way exists as a folder (a file in the way makes
+    the folder take another name), and the file itself never lands on a folder or another file.
+    Returns the destination and notes on any renaming."""
+    notes = []
+    here = target
+    for part in parts[:-1]:
+        name = aliases.get((here, part), _component(part))
+        if (here / name).exists() and not (here / name).is_dir():
+            alias = f"{name}~folder"
+            notes.append(
+                f"folder {clean_text(part, max_chars=80)!r} kept as {alias!r}: a file has that name"
+            )
+            aliases[(here, part)] = name = alias
+        here = here / name
+        here.mkdir(exist_ok=True)
+    name = _component(parts[-1])
+    dest = here / name
+    n = 2
+    while dest.exists() or dest.is_symlink():
+        stem, dot, ext = name.rpartition(".")
+        dest = here / (f"{stem}~{n}.{ext}" if dot and stem else f"{name}~{n}")
+        n += 1
+    if dest.name != parts[-1]:
+        what = (
+            "a folder or another member has that name"
+            if n > 2
+            else "the name was not safe or too long"
+        )
+        notes.append(
+            f"archive member {clean_text(parts[-1], max_chars=80)!r} saved as {dest.name!r}: {what}"
+        )
+    return dest, notes
+
+
+def _extract_zip(archive: Path) -> tuple[Path, list, dict]:
+    """Extract into a new private temporary folder, member by member; return it and the
+    failures (each to be charged to the student the member belongs to). Raises
+    :class:`Rejected` only for an archive that is unsafe or unreadable as a whole."""
+    import os
+
     target = Path(tempfile.mkdtemp(prefix="mha-grade-zip-"))
+    failures: list = []
+    renames: dict = {}
     total = 0
+    aliases: dict = {}
     with zipfile.ZipFile(archive) as zf:
         members = zf.infolist()
         if len(members) > ZIP_MAX_MEMBERS:
@@ -274,42 +468,186 @@ def _extract_zip(archive: Path, notes: list) -> Path:
             )
         for m in members:
             name = m.filename.replace("\\", "/")
-            parts = PurePosixPath(name).parts
-            mode = m.external_attr >> 16
+            shown = clean_text(name, max_chars=120)
+            parts = tuple(p for p in PurePosixPath(name).parts if p not in ("", "."))
             if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or ".." in parts:
-                notes.append(f"archive member {name[:80]!r} refused: it points outside the archive")
-                continue
-            if stat.S_ISLNK(mode):
-                notes.append(f"archive member {name[:80]!r} refused: a symbolic link")
+                failures.append(
+                    _Failure(target / "..outside", shown, "it points outside the archive", False)
+                )
                 continue
             if m.is_dir() or not parts:
                 continue
-            if (
+            safe = tuple(_component(p) for p in parts)
+            is_sub = PurePosixPath(parts[-1]).suffix.lower() in SUFFIXES
+            where = target.joinpath(*safe)
+            mode = m.external_attr >> 16
+            reason = None
+            if stat.S_ISLNK(mode):
+                reason = "a symbolic link"
+            elif m.flag_bits & 0x1:
+                reason = "encrypted (password-protected); not read"
+            elif (
                 m.compress_size
                 and m.file_size / max(m.compress_size, 1) > ZIP_MAX_RATIO
                 and m.file_size > 2**20
             ):
-                notes.append(
-                    f"archive member {name[:80]!r} refused: compressed {ZIP_MAX_RATIO}x or "
-                    "more (a zip bomb?)"
-                )
+                reason = f"compressed {ZIP_MAX_RATIO}x or more (a zip bomb?)"
+            elif total + m.file_size > ZIP_MAX_TOTAL:
+                reason = f"the archive's {ZIP_MAX_TOTAL // 2**20} MiB limit was reached"
+            if reason:
+                failures.append(_Failure(where, shown, reason, is_sub))
                 continue
-            dest = target.joinpath(*parts)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(m) as src, open(dest, "wb") as out:
-                while True:
-                    chunk = src.read(1 << 20)
-                    if not chunk:
-                        break
-                    total += len(chunk)
-                    if total > ZIP_MAX_TOTAL:
-                        raise Rejected(
-                            "refused",
-                            "archive unpacks to more than "
-                            f"{ZIP_MAX_TOTAL // 2**20} MiB (a zip bomb?)",
-                        )
-                    out.write(chunk)
-    return target
+            dest = None
+            try:
+                dest, notes = _place(target, parts, aliases)
+                written = 0
+                with zf.open(m) as src, open(dest, "xb") as out:
+                    while True:
+                        chunk = src.read(1 << 20)
+                        if not chunk:
+                            break
+                        written += len(chunk)
+                        if total + written > ZIP_MAX_TOTAL:
+                            raise Rejected("refused", "the archive's size limit was reached")
+                        out.write(chunk)
+                total += written
+                try:
+                    stamp = time.mktime(m.date_time + (0, 0, -1))
+                    os.utime(dest, (stamp, stamp))
+                except (OverflowError, ValueError, OSError):
+                    pass
+                for n in notes:
+                    renames.setdefault(dest, []).append(n)
+            except Exception as exc:  # one bad member costs its owner, never the class
+                why = (
+                    exc.note
+                    if isinstance(exc, Rejected)
+                    else f"could not be read ({type(exc).__name__})"
+                )
+                try:
+                    if dest is not None and dest.is_file():
+                        dest.unlink()
+                except OSError:
+                    pass
+                failures.append(_Failure(where, shown, why, is_sub))
+    return target, failures, renames
+
+
+def _attach_failures(
+    subs: list, start: int, folder: Path, failures: list, renames: dict, where, batch: str
+):
+    """Charge each failed member to the student it belongs to: a refused row for a notebook,
+    a note otherwise; a member that belongs to nobody becomes its own refused row."""
+    mine = subs[start:]
+
+    def owner_of(path: Path):
+        best, depth = None, -1
+        for s in mine:
+            if s.path is None and not s.status:
+                continue
+            root = _owner_root(s, folder)
+            if root is None:
+                continue
+            if path == root or root in path.parents:
+                d = len(root.parts)
+                if d > depth:
+                    best, depth = s, d
+        return best
+
+    for dest, notes in renames.items():
+        s = owner_of(dest)
+        if s is not None:
+            s.notes += notes
+    unowned = []
+    for f in failures:
+        note = f"archive member {f.name!r} refused: {f.reason}"
+        s = owner_of(f.dest)
+        if s is not None and not (f.is_submission and _owner_root(s, folder) != f.dest):
+            s.notes.append(note)  # the student's notebook is graded; this member is not
+            continue
+        if f.is_submission and folder in f.dest.parents:
+            student, student_id = (s.student, s.student_id) if s else _owner_name(f.dest, folder)
+            subs.append(
+                Submission(
+                    None,
+                    student,
+                    str(f.dest),
+                    status="refused",
+                    note=note,
+                    student_id=student_id,
+                    shown=where(f.dest),
+                    batch=batch,
+                )
+            )
+        else:
+            unowned.append(note)
+    if unowned:  # members that belong to no student: one row for the archive itself
+        name = normalise_name(Path(batch).name)
+        subs.append(
+            Submission(
+                None,
+                name,
+                batch,
+                status="refused",
+                note="; ".join(unowned),
+                student_id=name,
+                shown=clean_text(Path(batch).name, max_chars=200),
+                batch=batch,
+            )
+        )
+
+
+def _owner_root(s: Submission, folder: Path):
+    """The folder (or file) that holds everything of this submission's student."""
+    p = Path(s.display)
+    if folder not in p.parents:
+        return None
+    rel = p.relative_to(folder).parts
+    if not rel:
+        return None
+    # the student's folder is the first level below the layout root; a flat file is its own
+    root = folder / rel[0]
+    if (
+        len(rel) >= 2
+        and not (CANVAS.match(rel[0]) or MOODLE.match(rel[0]))
+        and _wrapper(folder, rel[0])
+    ):
+        root = folder / rel[0] / rel[1]
+    return root
+
+
+def _wrapper(folder: Path, first: str) -> bool:
+    """True when the archive's only top-level entry is a folder that wraps the whole download."""
+    try:
+        inner = _visible(folder)
+    except OSError:
+        return False
+    return (
+        len(inner) == 1
+        and inner[0].name == first
+        and inner[0].is_dir()
+        and _layout(inner[0]) != "folders"
+    )
+
+
+def _owner_name(dest: Path, folder: Path) -> tuple[str, str]:
+    try:
+        rel = dest.relative_to(folder).parts
+    except ValueError:
+        return "(archive)", "(archive)"
+    if rel and _wrapper(folder, rel[0]) and len(rel) > 1:
+        rel = rel[1:]
+    first = rel[0] if rel else "(archive)"
+    for pattern, key, ident in (
+        (CANVAS, "login", "userid"),
+        (MOODLE, "name", "id"),
+        (MOODLE_FLAT, "name", "id"),
+    ):
+        m = pattern.match(first)
+        if m:
+            return normalise_name(m.group(key)), m.group(ident)
+    name = normalise_name(PurePosixPath(first).stem if len(rel) == 1 else first)
+    return name, name
 
 
 def collect(paths) -> Collection:
@@ -320,20 +658,22 @@ def collect(paths) -> Collection:
         if not given.exists() and not given.is_symlink():
             raise FileNotFoundError(str(given))
     for given in map(Path, paths):
+        start = len(subs)
+        where = _Where(given.parent)
         if given.is_symlink():
-            subs.append(_symlink_row(given, normalise_name(given.stem)))
+            subs.append(_refused_link(given, normalise_name(given.stem), where))
             layouts.append((str(given), "a symbolic link (refused)"))
-            continue
-        if given.is_dir():
+        elif given.is_dir():
             layout = _layout(given)
-            {"canvas": _from_canvas, "moodle": _from_moodle, "folders": _from_folders}[layout](
-                given, subs
-            )
+            LAYOUTS[layout](given, subs, where)
             layouts.append((str(given), layout))
-        elif given.suffix.lower() == ".zip" and not CANVAS.match(given.name):
-            notes: list = []
+        elif (
+            given.suffix.lower() == ".zip"
+            and not CANVAS.match(given.name)
+            and not MOODLE_FLAT.match(given.name)
+        ):
             try:
-                folder = _extract_zip(given, notes)
+                folder, failures, renames = _extract_zip(given)
             except (
                 Rejected,
                 zipfile.BadZipFile,
@@ -341,6 +681,7 @@ def collect(paths) -> Collection:
                 EOFError,
                 ValueError,
                 NotImplementedError,
+                RuntimeError,
             ) as exc:
                 note = (
                     exc.note
@@ -348,8 +689,13 @@ def collect(paths) -> Collection:
                     else f"not a readable zip ({type(exc).__name__})"
                 )
                 subs.append(
-                    Submission(
-                        None, normalise_name(given.stem), str(given), status="refused", note=note
+                    _sub(
+                        None,
+                        normalise_name(given.stem),
+                        where,
+                        at=given,
+                        status="refused",
+                        note=note,
                     )
                 )
                 layouts.append((str(given), "zip (refused)"))
@@ -362,30 +708,34 @@ def collect(paths) -> Collection:
                 else folder
             )
             layout = _layout(root)
-            before = len(subs)
-            {"canvas": _from_canvas, "moodle": _from_moodle, "folders": _from_folders}[layout](
-                root, subs
-            )
-            for s in subs[before:]:
-                s.display = (
-                    f"{given}:{Path(s.display).relative_to(folder)}"
-                    if s.display.startswith(str(folder))
-                    else s.display
-                )
-                s.notes += notes
+            zwhere = _Where(folder, f"{clean_text(given.name, max_chars=120)}:")
+            LAYOUTS[layout](root, subs, zwhere)
+            _attach_failures(subs, start, folder, failures, renames, zwhere, str(given))
+            if layout == "folders" and not any(c.is_dir() for c in _visible(root)):
+                for s in subs[start:]:  # one student's own zip: named after the zip
+                    s.student = s.student_id = normalise_name(given.stem)
+            refused = {s.student_id for s in subs[start:] if s.status == "refused"}
+            subs[start:] = [
+                s for s in subs[start:] if not (s.status == "missing" and s.student_id in refused)
+            ]
             layouts.append((str(given), f"zip of {layout}"))
         else:
-            m = CANVAS.match(given.name)
+            m, mf = CANVAS.match(given.name), MOODLE_FLAT.match(given.name)
             if m:
-                _from_canvas(given.parent, subs, files=[given])
+                _from_canvas(given.parent, subs, where, files=[given])
                 layouts.append((str(given), "canvas file"))
+            elif mf:
+                student = normalise_name(mf.group("name"))
+                subs.append(_sub(given, student, where, mf.group("id"), rank=_rank(given)))
+                layouts.append((str(given), "moodle file"))
             else:
-                subs.append(
-                    Submission(
-                        given, normalise_name(given.parent.resolve().name or given.stem), str(given)
-                    )
-                )
+                student = normalise_name(given.parent.resolve().name or given.stem)
+                subs.append(_sub(given, student, where, rank=_rank(given)))
                 layouts.append((str(given), "notebook"))
+            for s in subs[start:]:
+                s.picked = True  # a file given by itself: the instructor's choice
+        for s in subs[start:]:
+            s.batch = str(given)
     return Collection(subs, layouts, cleanup)
 
 
@@ -399,7 +749,7 @@ def _open_upload(path: Path, max_bytes: int, notes: list) -> bytes:
             return f.read(max_bytes + 1)
     try:
         with zipfile.ZipFile(path) as zf:
-            names = [
+            candidates = [
                 m
                 for m in zf.infolist()
                 if m.filename.lower().endswith(".ipynb")
@@ -407,20 +757,32 @@ def _open_upload(path: Path, max_bytes: int, notes: list) -> bytes:
                 and ".ipynb_checkpoints" not in m.filename
                 and not stat.S_ISLNK(m.external_attr >> 16)
             ]
+            names = [m for m in candidates if not m.flag_bits & 0x1]
+            if candidates and not names:
+                raise Rejected("refused", "an uploaded zip whose notebook is encrypted")
             if not names:
                 raise Rejected("not-a-notebook", "an uploaded zip without a notebook in it")
             if len(names) > 1:
                 notes.append(
                     f"the uploaded zip holds {len(names)} notebooks; graded "
-                    f"{names[0].filename[:80]!r}"
+                    f"{clean_text(names[0].filename, max_chars=80)!r}"
                 )
             member = names[0]
             if member.file_size > max_bytes:
                 raise Rejected("too-large", f"{member.file_size} bytes, limit {max_bytes}")
-            notes.append(f"read from the uploaded zip ({member.filename[:80]})")
+            notes.append(
+                f"read from the uploaded zip ({clean_text(member.filename, max_chars=80)})"
+            )
             with zf.open(member) as f:
                 return f.read(max_bytes + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
         raise Rejected("not-json", f"an unreadable zip ({type(exc).__name__})") from None
 
 

@@ -15,15 +15,20 @@ from pathlib import Path
 from . import sandbox
 from .collect import Submission, collect, normalise_name
 from .course import Course, find_course
-from .grader import Options, grade_submissions, load_templates
+from .grader import Options, grade_submissions, load_templates, row_key
+from .untrusted import clean_text, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
 
 
 def grade_command(args) -> int:
-    """``mha-course grade``: exit 0 when every row is ok, 1 when any is not (or a manual score
-    could not be merged), 2 for a usage error (nothing written)."""
+    """``mha-course grade``: exit 0 when every row is ok, 1 when any is not (a ``missing`` row
+    included, or a manual score could not be merged), 2 for a usage error (nothing written)."""
     from . import gradebook as gb
+    from .lms import RosterError, read_roster
+
+    safe_console()  # a name the terminal cannot show is escaped, never an error
+    _end_sandboxes_on_sigterm()
 
     def usage(message):
         print(f"mha-course grade: {message}", file=sys.stderr)
@@ -41,6 +46,17 @@ def grade_command(args) -> int:
         return usage(f"no such file or folder: {', '.join(missing)} (nothing was written)")
     if args.manual and not Path(args.manual).is_file():
         return usage(f"--manual {args.manual}: no such file (nothing was written)")
+    late_factor = getattr(args, "late_factor", None)
+    if late_factor is not None and not (0 <= late_factor <= 1):
+        return usage(
+            f"--late-factor {late_factor:g}: give a factor from 0 to 1 (nothing was written)"
+        )
+    roster = None
+    if getattr(args, "roster", None):
+        try:
+            roster = read_roster(args.roster)
+        except RosterError as exc:
+            return usage(f"--roster: {exc} (nothing was written)")
     out = Path(args.out)
     old_columns, old_records = [], []
     if out.exists():
@@ -61,28 +77,70 @@ def grade_command(args) -> int:
     if paths:
         collection = collect(paths)
         layouts = collection.layouts
+        subs = collection.submissions
+        if roster is not None:
+            apply_roster(subs, roster)
+        picks = {
+            (normalise_name(r["student_id"]).casefold(), r["assignment"]): r.get("file", "")
+            for r in old_records
+            if "picked by the instructor" in r.get("notes", "")
+        }
         try:
             opts = Options(timeout=args.timeout, isolate=isolate)
             rows = grade_submissions(
-                collection.submissions,
+                subs,
                 templates,
                 args.jobs,
                 opts,
                 getattr(args, "seed", None),
                 progress=True,
+                picks=picks,
             )
         finally:
             collection.close()
+        extra = expected_missing(rows, subs, templates)
+        rows = [r for r in rows if r["status"] != "superseded"] + extra
+        if roster is not None:  # the roster gives every student's missing rows by assignment
+            rows = [
+                r
+                for r in rows
+                if not (
+                    r["status"] == "missing"
+                    and not r["assignment"]
+                    and roster.find(r["student_id"])
+                )
+            ]
     manual_ids = {
         a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
         for a, t in templates.items()
     }
-    new_records = [gb.row_record(r) for r in rows]
+    if late_factor is None:  # the policy is remembered in the gradebook
+        late_factor = next(
+            (
+                float(r["late_factor"])
+                for r in old_records
+                if r.get("late") == "yes" and r.get("late_factor") not in (None, "")
+            ),
+            None,
+        )
+    factor = 1.0 if late_factor is None else late_factor
+    new_records = [_record(gb, r, factor) for r in rows]
     records, counts = gb.merge_rows(new_records, old_records, manual_ids)
+    if roster is not None:
+        graded = sorted({r["assignment"] for r in rows if r["assignment"]})
+        extra = roster_missing(records, roster, graded, templates)
+        rows += extra
+        new_records = [_record(gb, r, factor) for r in extra]
+        records += new_records
+        counts["added"] += len(new_records)
+    if late_factor is not None:
+        for rec in records:
+            gb.set_late_factor(rec, late_factor)
     problems: list = []
     merged = 0
+    changed: set = set()
     if args.manual:
-        merged, problems = gb.apply_manual(records, args.manual, manual_ids)
+        merged, problems, changed = gb.apply_manual(records, args.manual, manual_ids)
     _sync_rows(rows, records, templates)
     qids = []
     for a in sorted({r["assignment"] for r in records if r["assignment"]}):
@@ -97,14 +155,30 @@ def grade_command(args) -> int:
         f"wrote {out}: {counts['added']} rows added, {counts['replaced']} replaced, "
         f"{counts['kept']} kept"
     )
+    unwritten: list = []
     if args.feedback and rows:
-        files = gb.write_feedback(rows, args.feedback)
+        files = gb.write_feedback(rows, args.feedback, failed=unwritten)
+        for student, assignment, why in unwritten:
+            print(f"could not write the feedback of {student} ({assignment}): {why}")
         print(
             f"wrote feedback for {len(files)} student-assignment pairs to {args.feedback}/"
-            "<assignment>/<student>.md (and .html)"
+            "<assignment>/<name>_<student_id>.md (and .html)"
         )
+    if args.feedback and changed:
+        graded_now = {row_key(r) for r in rows}
+        refreshed = gb.refresh_feedback(
+            args.feedback,
+            [r for r in records if gb._key(r) in changed and gb._key(r) not in graded_now],
+            manual_ids,
+        )
+        if refreshed:
+            print(f"refreshed the written-answer points in {len(refreshed)} feedback file(s)")
+    elif changed and not args.feedback:
+        print("give --feedback DIR as well to put the merged points into the feedback files")
     for given, layout in layouts:
         print(f"layout of {given}: {layout}")
+    if roster is not None:
+        print(f"roster {Path(args.roster).name}: {roster.kind}, {len(roster.students)} students")
     if not isolate and rows:
         print("WARNING: graded WITHOUT a sandbox (--unsafe-no-sandbox); every row says so")
     if rows:
@@ -118,24 +192,181 @@ def grade_command(args) -> int:
         print(f"manual scores: {merged} merged from {args.manual}")
         for p in problems:
             print(f"  not merged: {p}")
-    bad = [r for r in rows if r["status"] != "ok"]
+    bad = [
+        r
+        for r in rows
+        if r["status"] != "ok" or any(str(n).startswith(NOT_IN_ROSTER) for n in r["notes"])
+    ]
     if bad:
         print(f"{len(bad)} row(s) need a look:")
         for r in bad:
             print(
-                f"  {r['student']} ({r['assignment'] or '?'}): {r['status']}"
+                f"  {r['student']}"
+                + (f" [{r['student_id']}]" if r["student_id"] != r["student"] else "")
+                + f" ({r['assignment'] or '?'}): {r['status']}"
                 + (f" - {r['notes'][0]}" if r["notes"] else "")
             )
-    return 1 if bad or problems else 0
+    return 1 if bad or problems or unwritten else 0
+
+
+def _end_sandboxes_on_sigterm() -> None:
+    """On SIGTERM, end every running sandbox at once (and start no new one), then exit."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        sandbox.kill_all()
+        raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, stop)
+    except (ValueError, OSError):
+        pass
+
+
+def _record(gb, row: dict, factor: float = 1.0) -> dict:
+    """The gradebook record of a row; a row that cannot be made into one becomes an error
+    record (who, and why), so every other row is still written."""
+    try:
+        return gb.row_record(row, factor)
+    except Exception as exc:
+        return {
+            "student_id": clean_text(row.get("student_id") or row.get("student"), max_chars=200),
+            "student": clean_text(row.get("student"), max_chars=200),
+            "assignment": clean_text(row.get("assignment"), max_chars=200),
+            "total": "0",
+            "max": "",
+            "late": "no",
+            "late_factor": "1",
+            "score": "0",
+            "file": "",
+            "pending": "0",
+            "status": "grader-error",
+            "notes": f"this row could not be written ({type(exc).__name__}); regrade it",
+        }
+
+
+NOT_IN_ROSTER = "not in the roster"
+
+
+def apply_roster(subs: list, roster) -> None:
+    """Give each submission its roster identity and display name (and Moodle's late marking);
+    flag a submission from a student the roster does not know."""
+    for sub in subs:
+        hit = roster.find(sub.student_id, sub.student)
+        if hit is None:
+            sub.notes.append(
+                f"{NOT_IN_ROSTER} ({Path(roster.path).name}): graded, but check who this is"
+            )
+            continue
+        if sub.student_id != hit.id:
+            sub.notes.append(f"matched to roster student {hit.id} by {sub.student_id!r}")
+        sub.student_id, sub.student = hit.id, hit.name
+        if hit.late is not None and sub.path is not None:
+            sub.late = sub.late or hit.late
+
+
+def _missing_row(student_id, student, assignment, t, note) -> dict:
+    return {
+        "student_id": student_id,
+        "student": student,
+        "assignment": assignment,
+        "file": "",
+        "shown": "",
+        "late": False,
+        "status": "missing",
+        "points": {q.grade_id: 0.0 for q in t.questions} if t else {},
+        "questions": {},
+        "total": 0.0,
+        "max": float(sum(q.points for q in t.questions)) if t else 0.0,
+        "pending": 0.0,
+        "notes": [note],
+        "timing": {},
+    }
+
+
+def expected_missing(rows: list, subs: list, templates: dict) -> list:
+    """The assignment a download is for is the one most of its notebooks are (a clear
+    majority). A student folder without a notebook becomes that assignment's ``missing`` row;
+    a file uploaded to the wrong assignment is graded as what it is, and the row it was
+    expected to fill says ``missing``, with a note. Returns the rows to add."""
+    extra = []
+    by_batch: dict = {}
+    for row, sub in zip(rows, subs):
+        by_batch.setdefault(sub.batch, []).append(row)
+    for batch_rows in by_batch.values():
+        counts: dict = {}
+        for r in batch_rows:
+            if r["assignment"] and r["status"] != "superseded":
+                counts[r["assignment"]] = counts.get(r["assignment"], 0) + 1
+        if not counts:
+            continue
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+        expected, n = ranked[0]
+        if n * 2 <= sum(counts.values()):
+            continue  # no clear majority: nothing is "the" assignment of this download
+        t = templates.get(expected)
+        for r in batch_rows:
+            if r["status"] == "missing" and not r["assignment"]:
+                kept = {"file": r["file"], "shown": r["shown"]}
+                r.update(_missing_row(r["student_id"], r["student"], expected, t, r["notes"][0]))
+                r.update(kept)
+        have = {row_key(r)[0] for r in batch_rows if r["assignment"] == expected}
+        for r in batch_rows:
+            if r["status"] == "superseded" or not r["assignment"] or r["assignment"] == expected:
+                continue
+            if row_key(r)[0] in have:
+                continue
+            r["notes"].append(
+                f"handed in with the {expected} submissions, but it is {r['assignment']}: "
+                f"graded as {r['assignment']}"
+            )
+            extra.append(
+                _missing_row(
+                    r["student_id"],
+                    r["student"],
+                    expected,
+                    t,
+                    f"no {expected} notebook: the file handed in for it ({r['shown']}) "
+                    f"is {r['assignment']} and was graded as that",
+                )
+            )
+            have.add(row_key(r)[0])
+    return extra
+
+
+def roster_missing(records: list, roster, assignments: list, templates: dict) -> list:
+    """A ``missing`` row for every roster student without a row in an assignment graded now."""
+    from .gradebook import _key
+
+    have = {_key(r) for r in records}
+    extra = []
+    for a in assignments:
+        for s in roster.students:
+            if (normalise_name(s.id).casefold(), a) not in have:
+                extra.append(
+                    _missing_row(
+                        s.id, s.name, a, templates.get(a), "no submission from this student"
+                    )
+                )
+    return extra
 
 
 def _sync_rows(rows, records, templates):
     """Copy merged written-answer points back into this run's rows (for the feedback)."""
-    by_key = {(normalise_name(r["student"]).casefold(), r["assignment"]): r for r in records}
+    from .gradebook import _key
+
+    by_key = {_key(r): r for r in records}
     for row in rows:
-        rec = by_key.get((normalise_name(row["student"]).casefold(), row["assignment"]))
+        rec = by_key.get(row_key(row))
         t = templates.get(row["assignment"])
-        if rec is None or t is None or row["status"] == "duplicate":
+        if rec is None:
+            continue
+        row["late_factor"] = float(rec.get("late_factor") or 1)
+        if t is None or row["status"] == "missing":
             continue
         for q in t.questions:
             value = rec.get(q.grade_id)
@@ -191,3 +422,83 @@ def check_solutions(course=None, timeout: float = 120.0) -> int:
             if not n.startswith("graded WITHOUT"):
                 print(f"       note: {n}")
     return 1 if failed or problems else 0
+
+
+def export_command(args) -> int:
+    """``mha-course export GRADEBOOK --to canvas|moodle --roster FILE --out FILE``: exit 0 when
+    every roster student's grade was written, 1 when something needs a look (a student or an
+    assignment not matched, written answers still pending), 2 for a usage error."""
+    from . import gradebook as gb
+    from .lms import RosterError, export_canvas, export_moodle, read_roster
+
+    def usage(message):
+        print(f"mha-course export: {message}", file=sys.stderr)
+        return 2
+
+    book = Path(args.gradebook)
+    if not book.is_file():
+        return usage(f"no such gradebook: {book} (nothing was written)")
+    try:
+        columns, records = gb.read_gradebook(book)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        return usage(f"{book}: {exc}")
+    try:
+        roster = read_roster(args.roster)
+    except (RosterError, OSError) as exc:
+        return usage(f"--roster: {exc}")
+    if roster.kind != args.to:
+        return usage(
+            f"--to {args.to} needs a {args.to} roster; {args.roster} is a {roster.kind} "
+            + ("gradebook export" if roster.kind == "canvas" else "grading worksheet")
+        )
+    factor = getattr(args, "late_factor", None)
+    if factor is not None:
+        if not 0 <= factor <= 1:
+            return usage(f"--late-factor {factor:g}: give a factor from 0 to 1")
+        for rec in records:
+            gb.set_late_factor(rec, factor)
+    assignments = sorted({r["assignment"] for r in records if r["assignment"]})
+    if args.assignment:
+        unknown = [a for a in args.assignment if a not in assignments]
+        if unknown:
+            return usage(f"--assignment {', '.join(unknown)}: not in {book}")
+        assignments = list(args.assignment)
+    if not assignments:
+        return usage(f"{book} has no graded assignment to export")
+    if args.to == "moodle" and len(assignments) != 1:
+        return usage(
+            "a Moodle worksheet is one assignment's: choose it with --assignment "
+            f"(one of {', '.join(assignments)})"
+        )
+    qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
+    if args.to == "canvas":
+        text, problems = export_canvas(records, roster, assignments)
+    else:
+        text, problems = export_moodle(records, roster, assignments[0], qids)
+    pending = [
+        r for r in records if r["assignment"] in assignments and gb._to_float(r.get("pending")) > 0
+    ]
+    if pending:
+        problems.append(
+            f"{len(pending)} row(s) still have written answers to score (pending): their "
+            "exported grade leaves those points out"
+        )
+    gb._atomic_write(Path(args.out), text)
+    ids = {s.id for s in roster.students}
+    filled = sum(
+        1
+        for r in records
+        if r["assignment"] in assignments
+        and r["student_id"] in ids
+        and r.get("status") not in ("missing", "superseded")
+        and r.get("score", "") != ""
+    )
+    print(
+        f"wrote {args.out}: {args.to} {'gradebook import' if args.to == 'canvas' else 'grading worksheet'}"
+        f" for {len(roster.students)} students, {len(assignments)} assignment(s) "
+        f"({', '.join(assignments)}); {filled} grades filled, "
+        f"{len(roster.students) * len(assignments) - filled} left empty (no submission)"
+    )
+    for p in problems:
+        print(f"  note: {p}")
+    return 1 if problems else 0

@@ -1,18 +1,24 @@
 """Gradebook and feedback: rows in, files out, nothing lost.
 
-* The gradebook CSV has the columns ``student, assignment, <one per question>, total, max,
-  late, pending, status, notes``. ``max`` counts every point of the assignment, written answers
-  included; ``pending`` the points of written answers not yet scored. When the file exists,
-  rows for the (student, assignment) pairs graded now replace the old ones and every other row
-  is kept (written-answer points already entered are carried over); it is written atomically.
-* ``--manual SCORES.csv`` (``student, grade_id, points``) merges the instructor's points for
-  written answers; unknown students or questions and points out of range are reported, not
-  merged.
+* The gradebook CSV has the columns ``student_id, student, assignment, <one per question>,
+  total, max, pending, late, late_factor, score, status, file, notes``. Rows are keyed by
+  (``student_id``, assignment): ``student_id`` is the LMS identity, ``student`` the display
+  name. ``max`` counts every point of the assignment, written answers included; ``pending`` the
+  points of written answers not yet scored; ``score`` is ``total`` times ``late_factor`` (1 for
+  work on time), what an export uploads. When the file exists, rows for the keys graded now
+  replace the old ones and every other row is kept (written-answer points already entered are
+  carried over); it is written atomically. A gradebook of the older layout (no
+  ``student_id``) is read with ``student_id`` = ``student``.
+* ``--manual SCORES.csv`` (``student_id`` or ``student``, ``grade_id``, ``points``; separated
+  by ``,`` ``;`` or tab) merges the instructor's points for written answers; unknown students
+  or questions, ambiguous names and points out of range are reported, not merged.
 * Every cell a spreadsheet could read as a formula is neutralised, whatever separator the
   spreadsheet splits on: all fields are quoted, and any text (or part of it after a separator)
   that starts with ``= + - @`` or a tab gets a leading apostrophe.
 * Feedback: one Markdown file and one self-contained HTML file per student per assignment,
-  ``DIR/<assignment>/<student>.md``; file names are unique per student (case-insensitively).
+  ``DIR/<assignment>/<name>_<student_id>.md`` (``<student>.md`` for plain folders); file names
+  are unique per student (case-insensitively); :func:`refresh_feedback` updates written-answer
+  points in existing feedback after ``--manual``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 from .collect import normalise_name
+from .untrusted import clean_text
 from .verdict import STATUSES
 
 __all__ = [
@@ -44,8 +51,19 @@ __all__ = [
     "FIXED_AFTER",
 ]
 
-FIXED_BEFORE = ["student", "assignment"]
-FIXED_AFTER = ["total", "max", "late", "pending", "status", "notes"]
+FIXED_BEFORE = ["student_id", "student", "assignment"]
+FIXED_AFTER = [
+    "total",
+    "max",
+    "pending",
+    "late",
+    "late_factor",
+    "score",
+    "status",
+    "file",
+    "notes",
+]
+OLD_BEFORE = ["student", "assignment"]  # the layout before student_id
 _TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
@@ -95,21 +113,41 @@ def _atomic_write(path: Path, text: str):
 # --- rows as gradebook records --------------------------------------------------------------
 
 
-def row_record(row: dict) -> dict:
+def row_record(row: dict, late_factor: float = 1.0) -> dict:
     """A graded row as a flat gradebook record (strings), before neutralising."""
     rec = {
+        "student_id": row.get("student_id") or row["student"],
         "student": row["student"],
         "assignment": row["assignment"] or "",
         "total": _number(row["total"]),
         "max": _number(row["max"]),
-        "late": "yes" if row.get("late") else "no",
         "pending": _number(row["pending"]),
+        "late": "yes" if row.get("late") else "no",
+        "late_factor": _number(float(late_factor) if row.get("late") else 1.0),
         "status": row["status"],
-        "notes": "; ".join(row["notes"] + [f"file: {row['file']}"]),
+        "file": row.get("shown") or Path(str(row["file"])).name,
+        "notes": "; ".join(row["notes"]),
     }
     for gid, pts in row["points"].items():
         rec[gid] = "pending" if pts == "pending" else _number(pts)
+    rescore(rec)
     return rec
+
+
+def rescore(rec: dict) -> None:
+    """``score`` = ``total`` x ``late_factor`` (empty for a row without a submission)."""
+    if rec.get("status") in ("missing", "superseded"):
+        rec["score"] = ""
+        return
+    factor = _to_float(rec.get("late_factor") or 1) if rec.get("late") == "yes" else 1.0
+    rec["score"] = _number(round(_to_float(rec.get("total")) * factor, 4))
+
+
+def set_late_factor(rec: dict, factor: float) -> None:
+    """Apply a late policy to a late record (``late_factor`` and ``score``)."""
+    if rec.get("late") == "yes":
+        rec["late_factor"] = _number(float(factor))
+    rescore(rec)
 
 
 def read_gradebook(path) -> tuple[list[str], list[dict]]:
@@ -126,16 +164,24 @@ def read_gradebook(path) -> tuple[list[str], list[dict]]:
                     if k is not None
                 }
             )
-    if columns[:2] != FIXED_BEFORE or not set(FIXED_AFTER) <= set(columns):
+    old_layout = columns[:2] == OLD_BEFORE and {"total", "max", "status", "notes"} <= set(columns)
+    if not old_layout and (columns[:3] != FIXED_BEFORE or not set(FIXED_AFTER) <= set(columns)):
         raise ValueError(
             f"{path} is not a gradebook written by mha-course grade (columns: "
             f"{', '.join(columns[:6])}...)"
         )
+    if old_layout:
+        columns = ["student_id"] + columns
+        for rec in records:
+            rec["student_id"] = rec["student"]
+            rec.setdefault("late_factor", "1")
+            rec.setdefault("file", "")
+            rescore(rec)
     return columns, records
 
 
 def _key(rec) -> tuple:
-    return (normalise_name(rec["student"]).casefold(), rec["assignment"])
+    return (normalise_name(rec["student_id"]).casefold(), rec["assignment"])
 
 
 def merge_rows(new_records: list, old_records: list, manual_ids: dict) -> tuple[list, dict]:
@@ -181,48 +227,58 @@ def _set_manual(rec: dict, gid: str, points, maximum: float):
         rec["total"] = _number(_to_float(rec["total"]) - _to_float(was))
     rec[gid] = _number(value)
     rec["total"] = _number(_to_float(rec["total"]) + value)
+    rescore(rec)
 
 
-def apply_manual(records: list, path, manual_ids: dict) -> tuple[int, list[str]]:
-    """Merge ``student, grade_id, points`` rows; return (how many merged, problems)."""
-    problems, merged = [], 0
+def apply_manual(records: list, path, manual_ids: dict) -> tuple[int, list[str], set]:
+    """Merge ``student_id`` (or ``student``), ``grade_id``, ``points`` rows; return (how many
+    merged, problems, keys of the records changed)."""
+    from .lms import RosterError, read_csv
+
+    problems, merged, changed = [], 0, set()
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            fields = [c.strip().lower() for c in reader.fieldnames or []]
-            if not {"student", "grade_id", "points"} <= set(fields):
-                return 0, [
-                    f"{path}: needs the columns student, grade_id, points (has "
-                    f"{', '.join(fields) or 'none'})"
-                ]
-            rows = [
-                {(k or "").strip().lower(): (v or "").strip() for k, v in r.items()} for r in reader
-            ]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        return 0, [f"{path}: could not be read ({type(exc).__name__})"]
+        table, _ = read_csv(path)
+    except RosterError as exc:
+        return 0, [str(exc)], changed
+    fields = [c.strip().lower() for c in (table[0] if table else [])]
+    if not {"grade_id", "points"} <= set(fields) or not {"student", "student_id"} & set(fields):
+        return (
+            0,
+            [
+                f"{path}: needs the columns student_id (or student), grade_id, points (has "
+                f"{', '.join(fields) or 'none'})"
+            ],
+            changed,
+        )
+    rows = [{k: (v or "").strip() for k, v in zip(fields, r)} for r in table[1:]]
     owner = {gid: a for a, ids in manual_ids.items() for gid in ids}
     for n, row in enumerate(rows, start=2):
-        student, gid, pts = (
-            normalise_name(row.get("student", "")),
-            row.get("grade_id", ""),
-            row.get("points", ""),
-        )
+        gid, pts = row.get("grade_id", ""), row.get("points", "")
         where = f"{Path(path).name} line {n}"
         assignment = owner.get(gid)
         if assignment is None:
             problems.append(f"{where}: {gid!r} is not a written-answer question of the course")
             continue
-        targets = [
-            r
-            for r in records
-            if r["assignment"] == assignment
-            and normalise_name(r["student"]).casefold() == student.casefold()
-        ]
+        mine = [r for r in records if r["assignment"] == assignment and r["status"] != "superseded"]
+        if row.get("student_id"):
+            who = row["student_id"]
+            key = normalise_name(who).casefold()
+            targets = [r for r in mine if normalise_name(r["student_id"]).casefold() == key]
+        else:
+            who = normalise_name(row.get("student", ""))
+            targets = [r for r in mine if normalise_name(r["student"]).casefold() == who.casefold()]
+            if len({r["student_id"] for r in targets}) > 1:
+                problems.append(
+                    f"{where}: {len(targets)} students named {who!r} in {assignment} "
+                    f"(student_id {', '.join(sorted(r['student_id'] for r in targets))}); "
+                    "give a student_id column"
+                )
+                continue
         if not targets:
-            problems.append(f"{where}: no row for student {student!r} in assignment {assignment}")
+            problems.append(f"{where}: no row for student {who!r} in assignment {assignment}")
             continue
         try:
-            value = float(pts)
+            value = float(pts.replace(",", "."))
         except ValueError:
             problems.append(f"{where}: points {pts!r} is not a number")
             continue
@@ -232,8 +288,9 @@ def apply_manual(records: list, path, manual_ids: dict) -> tuple[int, list[str]]
             continue
         for rec in targets:
             _set_manual(rec, gid, value, maximum)
+            changed.add(_key(rec))
         merged += 1
-    return merged, problems
+    return merged, problems, changed
 
 
 def write_gradebook(records: list, out, question_ids: list) -> Path:
@@ -242,12 +299,45 @@ def write_gradebook(records: list, out, question_ids: list) -> Path:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
     w.writerow(columns)
-    for rec in sorted(
-        records, key=lambda r: (r["assignment"], normalise_name(r["student"]).casefold())
-    ):
-        w.writerow([neutralise(rec.get(c, "")) for c in columns])
+    for rec in sorted(records, key=_sort_key):
+        try:  # one row that cannot be written becomes an error row; the others are written
+            line = io.StringIO()
+            csv.writer(line, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(
+                [neutralise(clean_text(rec.get(c, ""))) for c in columns]
+            )
+        except Exception as exc:
+            line = io.StringIO()
+            csv.writer(line, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(
+                [neutralise(x) for x in _error_record(rec, exc, columns)]
+            )
+        buf.write(line.getvalue())
     _atomic_write(Path(out), buf.getvalue())
     return Path(out)
+
+
+def _sort_key(rec) -> tuple:
+    try:
+        return (
+            str(rec["assignment"]),
+            normalise_name(str(rec["student"])).casefold(),
+            str(rec.get("student_id", "")),
+        )
+    except Exception:
+        return ("", "", "")
+
+
+def _error_record(rec, exc: BaseException, columns: list) -> list:
+    """The gradebook line of a record that could not be written: who, and why."""
+    get = rec.get if isinstance(rec, dict) else (lambda key, default="": default)
+    fixed = {
+        "student_id": clean_text(get("student_id", "") or get("student", ""), max_chars=200),
+        "student": clean_text(get("student", ""), max_chars=200),
+        "assignment": clean_text(get("assignment", ""), max_chars=200),
+        "status": "grader-error",
+        "notes": f"this row could not be written ({type(exc).__name__}); its points are not "
+        "in the gradebook: regrade this submission",
+    }
+    return [fixed.get(c, "") for c in columns]
 
 
 # --- feedback --------------------------------------------------------------------------------
@@ -279,18 +369,18 @@ def _verdict_word(d) -> str:
 
 def _lines(row: dict) -> list[str]:
     lines = [f"## {row['assignment'] or 'unrecognised notebook'}", ""]
-    lines.append(
-        f"Submitted file: {Path(str(row['file'])).name}" + (" (late)" if row.get("late") else "")
-    )
+    shown = row.get("shown") or Path(str(row["file"])).name
+    if row["status"] != "missing":
+        lines.append(f"Submitted file: {shown}" + (" (late)" if row.get("late") else ""))
     lines.append(f"Status: {row['status']} ({STATUSES.get(row['status'], '')})")
-    if row["max"]:
-        pending = (
-            f"; {row['pending']:g} points for written answers are still to be graded by "
-            "your instructor"
-            if row["pending"]
-            else ""
-        )
-        lines.append(f"Score: {row['total']:g} of {row['max']:g} points{pending}")
+    if row["max"] and row["status"] != "missing":
+        lines.append(_score_line(row["total"], row["max"], row["pending"]))
+        factor = float(row.get("late_factor") or 1)
+        if row.get("late") and factor != 1:
+            lines.append(
+                f"Late: the course's late policy counts {factor:g} of the points, "
+                f"{row['total'] * factor:g}"
+            )
     lines.append("")
     for gid, d in row["questions"].items():
         if d["status"] == "manual":
@@ -308,6 +398,15 @@ def _lines(row: dict) -> list[str]:
     return lines
 
 
+def _score_line(total, maximum, pending) -> str:
+    pending_text = (
+        f"; {pending:g} points for written answers are still to be graded by your instructor"
+        if pending
+        else ""
+    )
+    return f"Score: {total:g} of {maximum:g} points{pending_text}"
+
+
 def feedback_markdown(student: str, row: dict) -> str:
     """A student's feedback on one assignment: verdicts, points and hints; never the grader's
     hidden cases or expected outputs."""
@@ -316,9 +415,13 @@ def feedback_markdown(student: str, row: dict) -> str:
 
 def feedback_html(student: str, row: dict) -> str:
     """The same feedback as a self-contained HTML page (no scripts, no external files)."""
+    return _html_page(f"Feedback for {student}: {row['assignment']}", _lines(row))
+
+
+def _html_page(title: str, lines: list) -> str:
     body = []
     in_list = False
-    for line in _lines(row):
+    for line in lines:
         if line.startswith("## "):
             body.append(f"<h2>{html.escape(line[3:])}</h2>")
         elif line.startswith("- "):
@@ -336,7 +439,7 @@ def feedback_html(student: str, row: dict) -> str:
                 body.append(f"<p>{html.escape(line)}</p>")
     if in_list:
         body.append("</ul>")
-    title = html.escape(f"Feedback for {student}: {row['assignment']}")
+    title = html.escape(title)
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{title}</title>"
@@ -346,39 +449,100 @@ def feedback_html(student: str, row: dict) -> str:
     )
 
 
-def write_feedback(rows: list, folder) -> list[Path]:
-    """Write ``folder/<assignment>/<student>.md`` and ``.html`` for every row with an assignment
-    (rows of one student for one assignment share a file only when they are duplicates)."""
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault(
-            (r["assignment"] or "unrecognised", normalise_name(r["student"])), []
-        ).append(r)
+def _ascii_slug(text: str) -> str:
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "-", plain).strip("-")[:40] or "student"
+
+
+def feedback_stem(student_id: str, student: str) -> str:
+    """A student's feedback file name (without suffix): ``<name>_<id>`` for an LMS identity,
+    so namesakes get two files; the folder's own safe name for a plain folder per student.
+
+    >>> feedback_stem("300001", "zhangwei"), feedback_stem("300002", "zhangwei")
+    ('zhangwei_300001', 'zhangwei_300002')
+    >>> feedback_stem("12", "Kai Müller"), feedback_stem("alice", "alice")
+    ('kai-muller_12', 'alice')
+    """
+    sid = normalise_name(student_id or student)
+    if sid == normalise_name(student) or not re.fullmatch(r"[0-9A-Za-z]{1,40}", sid):
+        return safe_name(sid)
+    return f"{_ascii_slug(student)}_{sid.lower()}"
+
+
+def write_feedback(rows: list, folder, failed: list | None = None) -> list[Path]:
+    """Write ``folder/<assignment>/<stem>.md`` and ``.html`` for every counted row (one row per
+    student and assignment; a superseded copy is listed in the counted row's notes).
+    A file that cannot be written is skipped and, with ``failed``, listed there as
+    ``(student, assignment, why)``; every other file is written."""
     used: dict = {}
     written = []
-    for (assignment, student), rs in sorted(groups.items()):
-        base = safe_name(student)
-        key = (assignment, base.casefold())
-        if key in used and used[key] != student:  # belt and braces: never two students in one file
-            base = f"{base}-{hashlib.sha256(student.encode()).hexdigest()[:10]}"
-        used[(assignment, base.casefold())] = student
-        md = "\n".join([f"# Feedback for {student}", ""] + [line for r in rs for line in _lines(r)])
-        path = Path(folder) / assignment / f"{base}.md"
-        _atomic_write(path, md)
-        _atomic_write(
-            path.with_suffix(".html"),
-            "\n".join(feedback_html(student, r) for r in rs[:1])
-            if len(rs) == 1
-            else _multi_html(student, rs),
-        )
-        written.append(path)
+    for r in sorted(rows, key=lambda r: (r["assignment"] or "", r.get("student_id", ""))):
+        if r["status"] == "superseded":
+            continue
+        try:  # one student's feedback that cannot be written costs only that file
+            written.append(_write_feedback_row(folder, r, used))
+        except Exception as exc:
+            if failed is not None:
+                failed.append(
+                    (clean_text(r.get("student")), r.get("assignment"), type(exc).__name__)
+                )
     return written
 
 
-def _multi_html(student, rows) -> str:
-    pages = [feedback_html(student, r) for r in rows]
-    bodies = [p.split("<body>", 1)[1].rsplit("</body>", 1)[0] for p in pages]
-    return pages[0].split("<body>", 1)[0] + "<body>" + "<hr>".join(bodies) + "</body></html>\n"
+def _write_feedback_row(folder, r: dict, used: dict) -> Path:
+    assignment = r["assignment"] or "unrecognised"
+    ident = r.get("student_id") or r["student"]
+    base = feedback_stem(ident, r["student"])
+    key = (assignment, base.casefold())
+    if key in used and used[key] != ident:  # belt and braces: never two students in one file
+        base = f"{base}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}"
+    used[(assignment, base.casefold())] = ident
+    md = "\n".join([f"# Feedback for {r['student']}", ""] + _lines(r))
+    path = Path(folder) / assignment / f"{base}.md"
+    _atomic_write(path, md)
+    _atomic_write(path.with_suffix(".html"), feedback_html(r["student"], r))
+    return path
+
+
+def refresh_feedback(folder, records: list, manual_ids: dict) -> list[Path]:
+    """After ``--manual``: put the written-answer points now in ``records`` into their
+    students' existing feedback files (Markdown and HTML); return the files changed."""
+    changed = []
+    for rec in records:
+        a = rec["assignment"]
+        path = Path(folder) / a / f"{feedback_stem(rec['student_id'], rec['student'])}.md"
+        if not a or not path.is_file():
+            continue
+        lines = path.read_text(encoding="utf-8").split("\n")
+        new = []
+        for line in lines:
+            m = re.match(r"- (\S+): written answer, (?:to be )?graded by your instructor \[", line)
+            gid = m.group(1) if m else None
+            value = rec.get(gid) if gid else None
+            if gid in manual_ids.get(a, {}) and value not in (None, "", "pending"):
+                line = (
+                    f"- {gid}: written answer, graded by your instructor "
+                    f"[{_to_float(value):g}/{manual_ids[a][gid]:g}]"
+                )
+            elif line.startswith("Score: "):
+                line = _score_line(
+                    _to_float(rec["total"]), _to_float(rec["max"]), _to_float(rec["pending"])
+                )
+            elif line.startswith("Late: ") and rec.get("late") == "yes":
+                factor = _to_float(rec.get("late_factor") or 1)
+                line = (
+                    f"Late: the course's late policy counts {factor:g} of the points, "
+                    f"{_to_float(rec['total']) * factor:g}"
+                )
+            new.append(line)
+        if new != lines:
+            _atomic_write(path, "\n".join(new))
+            title = f"Feedback for {rec['student']}: {a}"
+            _atomic_write(path.with_suffix(".html"), _html_page(title, new[2:]))
+            changed.append(path)
+    return changed
 
 
 # --- summary ---------------------------------------------------------------------------------
@@ -399,6 +563,7 @@ def summary_text(rows: list, questions_by_assignment: dict) -> str:
             and r["status"]
             not in (
                 "missing",
+                "superseded",
                 "refused",
                 "not-json",
                 "not-a-notebook",

@@ -34,7 +34,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -45,6 +45,8 @@ from .judge import expected_outputs, public_cases
 from .program import SourceTooLarge, build_program, notebook_cells, template_from_notebook
 from .questions import questions_for
 from .release import release_notebook
+from .report_schema import check_report
+from .untrusted import clean_row, clean_text
 from .verdict import RUN_STATUS_ORDER, STATUSES, BadReport, question_verdict, written_verdict
 
 __all__ = [
@@ -178,9 +180,11 @@ def _row(
 ) -> dict:
     qs = t.questions if t else []
     return {
+        "student_id": sub.student_id,
         "student": sub.student,
         "assignment": assignment,
         "file": sub.display,
+        "shown": sub.shown,
         "late": sub.late,
         "status": status,
         "points": {q.grade_id: 0.0 for q in qs},
@@ -211,7 +215,17 @@ def grade_submission(sub: Submission, templates: dict, opts: Options, seed: int)
     row["timing"]["wall"] = round(time.time() - t0, 4)
     if not opts.isolate:
         row["notes"].append(UNISOLATED_NOTE)
+    row["notes"] = [_no_paths(n, sub) for n in row["notes"]]
     return row
+
+
+def _no_paths(note: str, sub: Submission) -> str:
+    """A note without the instructor's paths: the submission's own path is shown as the
+    instructor gave it (relative), any other absolute path by its last component."""
+    text = str(note)
+    if sub.display and sub.display != sub.shown:
+        text = text.replace(str(sub.display), sub.shown)
+    return re.sub(r"(?<![\w.])/(?:[^\s/:;,'\"]+/)+([^\s/:;,'\"]+)", r"\1", text)
 
 
 def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
@@ -253,14 +267,19 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         attempts += 1
         times = (outcome.report or {}).get("times") if isinstance(outcome.report, dict) else None
         try:
-            start_s += float(times["ready"]) - outcome.spawn
-            exec_s += outcome.end - float(times["ready"])
-        except (TypeError, KeyError, ValueError):
+            ready = float(times["ready"])
+            if not outcome.spawn - 60 <= ready <= outcome.end + 1:
+                raise ValueError("not a time of this run")
+            start_s += ready - outcome.spawn
+            exec_s += outcome.end - ready
+        except (TypeError, KeyError, ValueError, OverflowError):
             exec_s += outcome.end - outcome.spawn
         if outcome.report is not None:
             break
         culprit = _culprit(outcome.steps)
-        deaths.append((culprit, outcome.reason))
+        if culprit and culprit[0] == "eval" and culprit[1] not in specs:
+            culprit = None  # a forged step line: the grader names only its own questions
+        deaths.append((culprit, _grader_reason(outcome.reason)))
         if culprit is None or attempts > MAX_RETRIES:
             break
         if culprit[0] == "cell" and culprit[1] < len(program.cells):
@@ -272,6 +291,19 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
 
     report = outcome.report if isinstance(outcome.report, dict) else {}
     flags = set()
+    kinds = {g: s["kind"] for g, s in specs.items() if g not in skip_q}
+    broken = check_report(report, len(program.cells), kinds) if report else []
+    if broken:
+        flags.add("flagged")
+        notes.append(
+            f"the sandbox's report does not follow its schema ({broken[0]}): it was not read, "
+            "and every automatic question scores 0 (fail closed)"
+        )
+        report = {}
+    else:
+        report = _in_grader_words(report, specs, t, seed)
+        if report and _has_student_text(report, t, seed):
+            report = _with_public_texts(report, program, specs, t, seed, opts)
     for culprit, reason in deaths:
         where = "before any cell ran"
         if culprit and culprit[0] == "cell" and culprit[1] < len(program.cells):
@@ -280,7 +312,7 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
             where = f"while checking {culprit[1]}"
         notes.append(f"the program stopped {where}: {reason}")
         flags.add("timeout" if reason in ("timeout", "cpu-time") else "kernel-died")
-    if not report:
+    if not report and not broken:
         notes.append("no result from the sandbox: every automatic question scores 0 (fail closed)")
 
     cell_recs = report.get("cells", [])
@@ -299,7 +331,10 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         kind = str(err.get("type"))[:80]
         if kind == "MemoryError":
             flags.add("memory")
-        notes.append(f"{label} raised {kind}: {mask_data(str(err.get('message'))[:200])}")
+        message = str(err.get("message") or "")
+        notes.append(
+            f"{label} raised {kind}" + (f": {mask_data(message[:200])}" if message else "")
+        )
     answered = report.get("answers", {}) if isinstance(report.get("answers"), dict) else {}
 
     points, details = {}, {}
@@ -359,12 +394,14 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         total += float(d["points"])
         details[q.grade_id] = d
     if isinstance(report.get("output_chars"), int) and report["output_chars"] > 2**20:
-        notes.append(f"the program printed {report['output_chars'] / 2**20:.0f} MiB (discarded)")
+        notes.append("the program printed more than 1 MiB (discarded)")
     status = next(s for s in RUN_STATUS_ORDER if s in flags or s == "ok")
     return {
+        "student_id": sub.student_id,
         "student": sub.student,
         "assignment": assignment,
         "file": sub.display,
+        "shown": sub.shown,
         "late": sub.late,
         "status": status,
         "points": points,
@@ -380,6 +417,136 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
             "attempts": attempts,
         },
     }
+
+
+# --- the grader's own words -----------------------------------------------------------------
+#
+# The program that wrote the report had the hidden cases in its memory (they are in its job),
+# so any text in the report may carry them, in any notation. Feedback therefore uses only the
+# grader's words: exception and type names from fixed lists, argument names from the
+# question's reference, and a student's own error text only from a second run that was given
+# the public cases alone (made only when there is such text to show).
+
+KNOWN_EXCEPTIONS = frozenset(
+    name
+    for name, obj in vars(__import__("builtins")).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException)
+) | {"LinAlgError", "AxisError", "CellTimeout"}
+KNOWN_TYPES = frozenset(
+    "int float complex bool str bytes list tuple dict set frozenset NoneType ndarray generic "
+    "float64 float32 int64 int32 module type function method builtin_function_or_method "
+    "ellipsis range slice object".split()
+)
+
+
+def _known(name, allowed, other: str) -> str:
+    return name if isinstance(name, str) and name in allowed else other
+
+
+def _params(q) -> set:
+    import inspect
+
+    try:
+        return set(inspect.signature(q.reference).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _in_grader_words(report: dict, specs: dict, t, seed: int) -> dict:
+    """The report with every student-chosen text replaced by the grader's words (a schema-
+    valid report in, a copy out): messages dropped, names from the fixed lists."""
+    import copy
+
+    report = copy.deepcopy(report)
+    for rec in report.get("cells", []):
+        err = rec.get("error")
+        if isinstance(err, dict):
+            rec["error"] = {"type": _known(err.get("type"), KNOWN_EXCEPTIONS, "Exception")}
+    questions = {q.grade_id: q for q in t.questions}
+    for gid, rec in report.get("answers", {}).items():
+        if isinstance(rec.get("error"), dict):
+            rec["error"] = {"type": _known(rec["error"].get("type"), KNOWN_EXCEPTIONS, "Exception")}
+        if "type" in rec:
+            rec["type"] = _known(rec["type"], KNOWN_TYPES, "object")
+        q = questions.get(gid)
+        params = _params(q) if q is not None else set()
+        for row in rec.get("results") or []:
+            if row.get("raised"):
+                row["raised"] = [_known(row["raised"][0], KNOWN_EXCEPTIONS, "Exception"), ""]
+            if "where" in row:
+                row["where"] = None  # the learner's own code and names: from the public run only
+            mutated = row.get("mutated") or []
+            named = [m for m in mutated if m in params]  # the reference's own argument names
+            row["mutated"] = named or (["one of the arguments"] if mutated else [])
+    return report
+
+
+def _has_student_text(report: dict, t, seed: int) -> bool:
+    """Whether the feedback would show a student's own error text: a cell that raised, or a
+    public case that raised."""
+    if any(isinstance(r.get("error"), dict) for r in report.get("cells", [])):
+        return True
+    for q in t.questions:
+        rec = report.get("answers", {}).get(q.grade_id)
+        if q.kind != "function" or not isinstance(rec, dict):
+            continue
+        n_public = expected_cases(q, seed)[0]
+        for row in (rec.get("results") or [])[:n_public]:
+            if row.get("raised") and row["raised"][0] != "NotImplementedError":  # a stub
+                return True
+    return False
+
+
+def _with_public_texts(report: dict, program, specs: dict, t, seed: int, opts) -> dict:
+    """Run the program again with the public cases only (nothing hidden in its memory) and take
+    the error messages of its cells and of the public cases from that run, cleaned."""
+    from .untrusted import clean_text
+
+    public_specs = []
+    n_public = {}
+    for gid, spec in specs.items():
+        if spec["kind"] == "function":
+            q = next(q for q in t.questions if q.grade_id == gid)
+            n_public[gid] = expected_cases(q, seed)[0]
+            spec = dict(spec, cases=spec["cases"][: n_public[gid]])
+        public_specs.append(spec)
+    job = {
+        "cells": [{"source": c["source"]} for c in program.cells],
+        "questions": public_specs,
+        "cell_timeout": opts.per_cell,
+    }
+    try:
+        out = sandbox.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
+    except Exception:
+        return report
+    other = out.report if isinstance(out.report, dict) else {}
+    kinds = {g: s["kind"] for g, s in specs.items()}
+    if check_report(other, len(program.cells), kinds):
+        return report
+    for mine, theirs in zip(report.get("cells", []), other.get("cells", [])):
+        err, their_err = mine.get("error"), theirs.get("error")
+        if isinstance(err, dict) and isinstance(their_err, dict):
+            if their_err.get("type") == err["type"]:
+                err["message"] = clean_text(their_err.get("message", ""), max_chars=200)
+    for gid, rec in report.get("answers", {}).items():
+        theirs = (other.get("answers") or {}).get(gid) or {}
+        rows, their_rows = rec.get("results") or [], theirs.get("results") or []
+        for row, their in list(zip(rows, their_rows))[: n_public.get(gid, 0)]:
+            if row.get("raised") and their.get("raised") and their["raised"][0] == row["raised"][0]:
+                row["raised"][1] = clean_text(their["raised"][1], max_chars=300)
+                where = their.get("where")
+                if isinstance(where, dict) and "where" in row:
+                    row["where"] = {
+                        k: (v if k == "line" else clean_text(v, max_chars=160))
+                        for k, v in where.items()
+                        if v is not None
+                    }
+    return report
+
+
+def _grader_reason(reason: str) -> str:
+    """Why a run ended, in the grader's words (an exit code is the program's choice)."""
+    return "it exited before reporting" if reason.startswith("exited with code") else reason
 
 
 _DATA_LIKE = re.compile(r"[-+]?\d*\.\d+(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+|[A-Za-z0-9+/=]{24,}")
@@ -443,22 +610,25 @@ class Progress:
 
 
 def grade_submissions(
-    subs, templates, jobs=2, opts: Options | None = None, seed=None, progress=False
+    subs, templates, jobs=2, opts: Options | None = None, seed=None, progress=False, picks=None
 ) -> list[dict]:
+    """Grade every submission (one row each, in order); copies of one student's assignment are
+    resolved by :func:`resolve_copies` (``picks``: the instructor's earlier choices)."""
     opts = opts or Options()
     seed = secrets.randbits(63) if seed is None else int(seed)
     bar = Progress(len(subs), enabled=progress)
     opts.mpl_cache = sandbox.warm_matplotlib()
 
     def one(sub):
-        row = grade_submission(sub, templates, opts, seed)
-        bar.step(sub.student)
+        # The trust boundary for text: every string of the row is cleaned here, once.
+        row = clean_row(grade_submission(sub, templates, opts, seed))
+        bar.step(clean_text(sub.student, max_chars=40))
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
         rows = list(pool.map(one, subs))
-    _mark_duplicates(rows)
-    return rows
+    resolve_copies(rows, subs, picks)
+    return [clean_row(r) for r in rows]
 
 
 def grade_paths(
@@ -475,8 +645,10 @@ def grade_paths(
 ) -> list[dict]:
     """Grade every submission under ``paths``; return one row (a dict) per submission.
 
-    Each row has ``student, assignment, file, late, status, points {grade_id: points or
-    "pending"}, questions {grade_id: verdict}, total, max, pending, notes`` and ``timing``.
+    Each row has ``student_id, student, assignment, file, shown, late, status, points
+    {grade_id: points or "pending"}, questions {grade_id: verdict}, total, max, pending,
+    notes`` and ``timing``. ``file`` is the path graded, ``shown`` the same relative to the
+    folder given (what the gradebook and feedback show).
     ``seed`` fixes the hidden cases (default: a new one every run). ``course`` is the course
     folder (default: the one around the current directory).
     """
@@ -496,20 +668,58 @@ def grade_paths(
         collection.close()
 
 
-def _mark_duplicates(rows):
+def resolve_copies(rows: list, subs: list, picks: dict | None = None) -> None:
+    """One counted row per (student_id, assignment); the other copies say ``superseded``.
+
+    The rule (documented in the instructor guide, the same on every full regrade): a file the
+    instructor gave by itself, or recorded as picked in the gradebook (``picks``: key ->
+    file as shown), counts; otherwise the latest copy: Canvas's resubmission number (``-1``,
+    ``-2``), then its submission number, then the file's modification time, then its name.
+    """
+    picks = picks or {}
     groups: dict = {}
-    for row in rows:
-        if row["assignment"]:
-            key = (normalise_name(row["student"]).casefold(), row["assignment"])
-            groups.setdefault(key, []).append(row)
-    for (_, assignment), group in groups.items():
+    for row, sub in zip(rows, subs):
+        if row["assignment"] and row["status"] != "missing":
+            groups.setdefault(row_key(row), []).append((row, sub))
+    for key, group in groups.items():
         if len(group) < 2:
+            row, sub = group[0]
+            if sub.picked:
+                row["notes"].append("picked by the instructor (graded by itself)")
             continue
-        files = ", ".join(r["file"] for r in group)
-        names = sorted({r["student"] for r in group})
-        for r in group:
-            r["notes"].append(
-                f"duplicate: {len(group)} submissions of {assignment} from "
-                f"{' / '.join(names)} ({files}); graded status was {r['status']}"
+        picked = picks.get(key)
+        group.sort(
+            key=lambda item, picked=picked: (
+                item[1].picked or _same_file(item[0]["shown"], picked),
+                tuple(item[1].rank),
             )
-            r["status"] = "duplicate"
+        )
+        (winner, wsub), losers = group[-1], group[:-1]
+        why = (
+            "picked by the instructor"
+            if wsub.picked or _same_file(winner["shown"], picked)
+            else "the latest copy counts"
+        )
+        others = ", ".join(
+            f"{r['shown']} ({r['status']}, {r['total']:g} of {r['max']:g})" for r, _ in losers
+        )
+        winner["notes"].append(
+            f"{len(group)} copies of {winner['assignment']}; this one counts ({why}); "
+            f"not counted: {others}"
+        )
+        for r, _ in losers:
+            r["notes"].append(
+                f"not counted: {winner['shown']} counts instead (status was {r['status']})"
+            )
+            r["status"] = "superseded"
+
+
+def _same_file(shown: str, picked) -> bool:
+    """Whether a file as shown now is the one picked earlier (shown relative to another
+    folder, perhaps: the file name decides; Canvas and Moodle names are unique)."""
+    return bool(picked) and PurePosixPath(shown).name == PurePosixPath(str(picked)).name
+
+
+def row_key(row) -> tuple:
+    """The key of a gradebook row: (student_id, assignment)."""
+    return (normalise_name(row["student_id"]).casefold(), row["assignment"] or "")

@@ -13,7 +13,13 @@ hidden case uses wording with no numbers from that case.
 
 Value questions (a number, a shape, a letter) are matched through :func:`value_hashes`:
 the self-check data holds salted hashes of the expected value rounded to 6 and to 5
-significant digits, never the value itself. A value the self-check confirms is still a value a
+significant digits, never the value itself. Why two roundings: any rounding has boundaries, so
+a value computed on another processor, a few units in the last place away, can round the other
+way and change one hash. The boundaries of the two roundings never coincide (a 5-digit
+boundary ``d.dddd5`` is a 6-digit number, at least half a unit of the 6th digit away from every
+6-digit boundary), and the two snap-to-zero thresholds differ tenfold, so a last-bit change can
+move at most one of the two hashes and the verdict, which accepts either, does not depend on
+the last bits. Drift checks compare stored hashes with :func:`value_hashes_near`. A value the self-check confirms is still a value a
 learner can find by guessing (a multiple-choice letter has four candidates); weigh such points
 accordingly.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 
 import numpy as np
 
@@ -32,6 +39,7 @@ __all__ = [
     "function_verdict",
     "value_verdict",
     "value_hashes",
+    "value_hashes_near",
     "value_info",
     "NO_OUTPUT",
     "helper_message",
@@ -39,6 +47,11 @@ __all__ = [
     "not_callable",
     "public_cases",
     "expected_outputs",
+    "answer_type",
+    "case_traits",
+    "error_hint",
+    "differential",
+    "TRAITS",
 ]
 
 
@@ -63,7 +76,24 @@ def question_meta(q) -> dict:
         "atol": q.atol,
         "forbidden": list(q.forbidden),
         "mistakes": [{"name": m.name, "hint": m.hint} for m in q.mistakes],
+        "answer_type": answer_type(q),
     }
+
+
+def answer_type(q) -> str:
+    """``"int"`` (only integers) or ``"bool"`` (only booleans) when a bank says so in
+    ``extra={"answer_type": ...}``, ``""`` otherwise. Function questions need no flag: the type
+    is inferred from the expected output (a boolean array, or an int)."""
+    return str((getattr(q, "extra", None) or {}).get("answer_type") or "")
+
+
+def case_traits(q, cases) -> list:
+    """The names of the properties each case has (see :data:`TRAITS`), from the bank's
+    ``traits`` function (``[]`` when the question has none)."""
+    fn = getattr(q, "traits", None)
+    if fn is None:
+        return []
+    return [sorted(str(t) for t in fn(*c)) for c in cases]
 
 
 def _base(meta) -> dict:
@@ -94,31 +124,346 @@ def not_callable(meta, type_name: str) -> dict:
 
 
 def helper_message(names) -> str:
-    listed = ", ".join(f"`{n}`" for n in names)
+    """What to say about an answer that calls a forbidden function: the course's own helper,
+    or another library's function (named in full, e.g. ``scipy.special.softmax``)."""
+    course = [n for n in names if "." not in n]
+    other = [n for n in names if "." in n]
+    parts = []
+    if course:
+        listed = ", ".join(f"`{n}`" for n in course)
+        parts.append(f"the course's own {listed}")
+    if other:
+        parts.append(", ".join(f"`{n}`" for n in other))
     return (
-        f"your answer calls the course's own {listed}, which does the very thing this "
-        "question asks you to write; write it yourself (the lesson shows how), then check again"
+        f"your answer calls {' and '.join(parts)}, which does the very thing this question "
+        "asks you to write; write it yourself (the lesson shows how), then check again"
     )
 
 
+# --- type discipline ----------------------------------------------------------------------------
+
+BOOL_MASK_WHY = (
+    "A mask must be boolean (True = may attend): build it with comparisons (<, <=, ==) and "
+    "&, |, ~, or convert with .astype(bool). A 0/1 integer or float mask is not the same thing: "
+    "the course's multi_head_attention rejects it, PyTorch refuses an integer key_padding_mask "
+    "and *adds* a float mask to the scores instead of blocking keys (the output then silently "
+    "changes), and ~ on integers gives -1 and -2, not False and True."
+)
+INT_COUNT_WHY = (
+    "A count is a whole number, so return an int. In Python 3, / always gives a float, even "
+    "when it divides evenly (768 / 12 is 64.0): use // for sizes such as d_head = d_model // h, "
+    "or int(...) at the end."
+)
+
+
+def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str | None:
+    """Why ``got`` has the wrong *type* for ``want`` (``None`` when the type is fine).
+
+    A boolean array is answered only by a boolean array; an integer (a count) only by an
+    integer, never a float or a bool. Without ``public`` (a hidden case) the answer's value is
+    not shown."""
+    if answer_type == "bool" or (isinstance(want, np.ndarray) and want.dtype.kind == "b"):
+        if isinstance(got, np.ndarray) and got.dtype.kind != "b":
+            return f"your mask has dtype {got.dtype}, not bool. {BOOL_MASK_WHY}"
+        if isinstance(got, (list, tuple)):
+            return (
+                f"your mask is a Python {type(got).__name__}, not a boolean array. {BOOL_MASK_WHY}"
+            )
+        return None
+    if answer_type == "int" or (
+        isinstance(want, (int, np.integer)) and not isinstance(want, (bool, np.bool_))
+    ):
+        if isinstance(got, (bool, np.bool_)):
+            return f"your answer is {got}, a truth value, not a count."
+        if isinstance(got, (int, np.integer)):
+            return None
+        if isinstance(got, (float, np.floating)):
+            shown = f" {float(got)!r}" if public else ""
+            return f"your answer is the float{shown}, not an int. {INT_COUNT_WHY}"
+        if isinstance(got, np.ndarray) and got.ndim == 0 and got.dtype.kind in "iu":
+            return None
+        if isinstance(got, np.ndarray) and got.ndim == 0:
+            return f"your answer is a 0-d array of dtype {got.dtype}, not an int. {INT_COUNT_WHY}"
+    return None
+
+
+# --- errors: where, and what a known one means -----------------------------------------------
+
+# (text the exception's type and message contain, hint). The first that matches gives the hint.
+KNOWN_ERRORS = (
+    (
+        ("truth value of an array", "ambiguous"),
+        "`if mask:` (or `mask and ...`, `mask or ...`) asks NumPy for one True/False for a "
+        "whole array, which it refuses. To test whether a mask was given, write "
+        "`if mask is not None:`; to combine masks elementwise, use & and |.",
+    ),
+    (
+        ("cannot be interpreted as an integer",),
+        "A size is a float: d_model / num_heads gives a float in Python 3 even when it divides "
+        "evenly (8 / 2 is 4.0), and reshape, range and np.zeros refuse floats. Use // : "
+        "d_head = d_model // num_heads.",
+    ),
+    (
+        ("indices must be integers", "only integers, slices"),
+        "An index or slice bound is a float: d_model / num_heads gives a float even when it "
+        "divides evenly. Use // (d_head = d_model // num_heads) for sizes and positions.",
+    ),
+    (
+        ("cannot reshape array of size",),
+        "A reshape asks for a shape whose sizes do not multiply to the array's size. Take the "
+        "sizes from this input (n, d_model = x.shape; d_head = d_model // num_heads), not from "
+        "the lesson's example, and check which axes you are cutting.",
+    ),
+    (
+        ("array split does not result in an equal division",),
+        "np.split cuts axis 0 (the tokens) unless told otherwise. Heads split the features: "
+        "np.split(x, num_heads, axis=-1), or reshape to (n, h, d_head) and transpose.",
+    ),
+    (
+        ("matmul", "mismatch in its core dimension"),
+        "A matrix product's inner sizes do not match: (a x b) @ (b x c). Print the shapes of "
+        "both operands; one of them probably needs a transpose (.T, or .swapaxes(-1, -2) with "
+        "a head or batch axis in front), or the operands are in the wrong order.",
+    ),
+    (
+        ("shapes", "not aligned"),
+        "A matrix product's inner sizes do not match: (a x b) @ (b x c). Print the shapes of "
+        "both operands; one of them probably needs a transpose, or they are in the wrong order.",
+    ),
+    (
+        ("too many indices",),
+        "You indexed more axes than the array has: perhaps your code expects a batch or head "
+        "axis that this input does not have. Index from the end (x.shape[-1]) where you can.",
+    ),
+    (
+        ("tuple index out of range",),
+        "You asked for an axis the array does not have (x.shape[i] with i too large): perhaps "
+        "your code expects a batch or head axis this input does not have.",
+    ),
+    (
+        ("is not defined",),
+        "Your function uses a name that is defined nowhere it can see: a variable from "
+        "another cell (or the lesson) that this notebook did not define, or a typo. Compute "
+        "it inside the function from the arguments.",
+    ),
+    (
+        ("missing 1 required positional argument",),
+        "The check calls your function without one of its arguments (an optional one, such as "
+        "mask): give that parameter its default in the def line, for example `mask=None`.",
+    ),
+    (
+        ("cannot cast array data from dtype('float64') to dtype('int64')",),
+        "A count is a float: num_heads / num_kv_heads gives a float even when it divides "
+        "evenly, and np.repeat and np.tile need whole numbers. Use //.",
+    ),
+    (
+        ("is out of bounds for axis",),
+        "An index runs past the end of an axis: check the range of positions you index "
+        "(a query t has keys 0 .. t) and which axis is which.",
+    ),
+    (
+        ("has no attribute 'shape'",),
+        "An argument is a list, not an array: convert it first with np.asarray(...).",
+    ),
+    (
+        ("division by zero",),
+        "A size became 0 (for example d_model // num_heads when the two are swapped), or you "
+        "divided by a count that can be 0.",
+    ),
+)
+
+_SHAPES = re.compile(r"\(([\d, ]+)\)")
+
+
+def error_hint(kind: str, text: str, public: bool = True) -> str:
+    """The targeted hint for a known kind of error (``""`` when none fits). Without ``public``
+    (a hidden case) no size from the message is repeated."""
+    low = f"{kind}: {text}".lower()
+    if "could not be broadcast" in low:
+        shapes = [tuple(int(v) for v in m.split(",") if v.strip()) for m in _SHAPES.findall(text)]
+        shapes = [s for s in shapes if len(s) >= 2]
+        for a in shapes:
+            for b in shapes:
+                if a != b and a[-2:] == b[-2:][::-1]:
+                    shapes = (
+                        f": one is ({', '.join(map(str, a))}) and the other "
+                        f"({', '.join(map(str, b))})"
+                        if public
+                        else ""
+                    )
+                    return (
+                        f"Two arrays do not line up{shapes}, the same sizes with the last two "
+                        "axes swapped, so one of them is transposed. A mask and the scores are "
+                        "both (n_q, n_k): rows are queries, columns are keys."
+                    )
+        return (
+            "Two arrays' shapes do not line up for an elementwise operation. Print both shapes: "
+            "a reduction without keepdims=True, a missing axis (x[:, None]) or a transposed "
+            "array are the usual causes."
+        )
+    for needles, hint in KNOWN_ERRORS:
+        if all(n in low for n in needles):
+            return hint
+    return ""
+
+
+def _location_text(where) -> str:
+    if not isinstance(where, dict) or not where.get("function"):
+        return ""
+    text = f"in your function `{where['function']}`"
+    if where.get("caller"):
+        text += f" (called from `{where['caller']}`)"
+    if where.get("line"):
+        text += f", line {where['line']}"
+    if where.get("code"):
+        text += f": {where['code']}"
+    return text
+
+
+# --- differential diagnosis: which property of the cases breaks the answer --------------------
+
+# name -> (the cases without it, the cases with it, where to look). The banks tag each case with
+# the names of the properties it has; the wording here is the grader's, free of any numbers.
+TRAITS = {
+    "several heads": (
+        "with one head",
+        "with several heads",
+        "look at how the heads are split, scaled and combined; with one head none of that matters",
+    ),
+    "mask": (
+        "without a mask",
+        "with a mask",
+        "look at how the mask is applied: -inf where it is False, before the softmax",
+    ),
+    "rectangular": (
+        "when there are as many keys as queries",
+        "when the numbers of queries and keys differ",
+        "rows are queries and columns are keys: check which axis you index, reduce or transpose",
+    ),
+    "batch": (
+        "for a single sequence",
+        "with several sequences in the batch",
+        "each sequence must be handled on its own: keep the batch axis in front",
+    ),
+    "n != d_k": (
+        "when the number of tokens equals the width d_k",
+        "when the number of tokens differs from the width d_k",
+        "somewhere you use the number of tokens (shape[0]) where the width (shape[-1]) belongs, "
+        "or the other way round",
+    ),
+    "d_k != d_v": (
+        "when keys and values have the same width",
+        "when values are wider or narrower than keys",
+        "the scale uses the width of the queries and keys, d_k, not the values' d_v",
+    ),
+    "shared kv": (
+        "when every query head has its own key/value head",
+        "when key/value heads are shared by several query heads",
+        "look at which key/value head each query head reads: head i reads KV head "
+        "i // (num_heads // num_kv_heads)",
+    ),
+    "bias": (
+        "without biases",
+        "with biases",
+        "look at how you count the bias vectors: one per output feature of each projection",
+    ),
+    "not one byte": (
+        "with 1 byte per number",
+        "with more than 1 byte per number",
+        "look at how you use bytes_per_element",
+    ),
+    "partial block": (
+        "when the number of keys is a multiple of block_size",
+        "when the last block of keys is shorter than block_size",
+        "look at the last, shorter block of keys: loop over range(0, n_k, block_size) and "
+        "slice up to min(start + block_size, n_k)",
+    ),
+    "padding": (
+        "when no sequence is padded",
+        "when some sequences are padded",
+        "look at how the padding keys are blocked",
+    ),
+}
+
+
+def differential(traits: list, passed: list) -> str:
+    """The property that separates the cases an answer gets right from those it gets wrong
+    (``""`` when none does, or when every case fails)."""
+    if not traits or all(passed) or not any(passed):
+        return ""
+    n = min(len(traits), len(passed))
+    for name, (without, with_, advice) in TRAITS.items():
+        has = [name in (traits[i] or ()) for i in range(n)]
+        if all(has[i] != passed[i] for i in range(n)):
+            return f"right {without}, wrong {with_}: {advice}."
+        if all(has[i] == passed[i] for i in range(n)):
+            return f"right {with_}, wrong {without}: {advice}."
+    return ""
+
+
+def _matches_mistake(j, results, mistakes, n_cases, rtol, atol) -> bool:
+    """True when the answer did what mistake ``j`` does on every case it was run on: the same
+    output, or a raise where the mistake raises too."""
+    seen = 0
+    for c in range(min(n_cases, len(results))):
+        res = results[c]
+        if res is None or c >= len(mistakes) or j >= len(mistakes[c]):
+            return False
+        out = mistakes[c][j]
+        if res.raised:
+            return out is NO_OUTPUT and seen > 0
+        if out is NO_OUTPUT or difference(out, res.value, rtol, atol, equal_nan=True) is not None:
+            return False
+        seen += 1
+    return seen > 0
+
+
 def function_verdict(
-    meta: dict, results: list, expected: list, mistakes: list, n_public: int, helpers: list = ()
+    meta: dict,
+    results: list,
+    expected: list,
+    mistakes: list,
+    n_public: int,
+    helpers: list = (),
+    traits: list | None = None,
 ) -> dict:
     """Judge a function answer.
 
     ``results[i]`` is what the answer did on case ``i`` (it may stop early after a raise);
     ``expected[i]`` the right output; ``mistakes[i][j]`` what mistake ``j`` returns on case ``i``
-    (or :data:`NO_OUTPUT`). Cases ``0 .. n_public - 1`` are public: messages about them may
-    show numbers; later ones are the grader's hidden cases, described without any.
+    (or :data:`NO_OUTPUT`); ``traits[i]`` the names of the properties case ``i`` has (see
+    :data:`TRAITS`). Cases ``0 .. n_public - 1`` are public: messages about them may show
+    numbers and the learner's code; later ones are the grader's hidden cases, described without
+    any.
+
+    The answer fails at its first wrong case, but the diagnosis looks at all of them: a
+    listed mistake's hint is given only when the answer returns what that mistake returns on
+    *every* case (so an unlisted slip that happens to agree with one mistake on one case is not
+    named as that mistake); otherwise, when one property separates the cases it gets right
+    from those it gets wrong, the verdict says which.
     """
     r = _base(meta)
     if helpers:
         r.update(message=helper_message(helpers), hint="")
         r["helpers"] = list(helpers)
         return r
+    rtol, atol = meta["rtol"], meta["atol"]
+    answer_type = meta.get("answer_type", "")
+    first = None  # (case, difference) of the first wrong case
+    type_note = None
+    passed = []
+    complete = True
     for i, want in enumerate(expected):
         public = i < n_public
         where = f"case {i + 1}" if public else "one of the grader's hidden cases"
+        res = results[i] if i < len(results) else None
+        if first is not None and (
+            res is None or res.raised or res.mutated or (res.value is None and want is not None)
+        ):
+            # report the earlier wrong case; a raise here still counts for recognising a
+            # mistake that raises here too
+            complete = res is not None and bool(res.raised) and not res.mutated
+            break
         if i >= len(results) or results[i] is None:
             r.update(
                 status="error",
@@ -134,13 +479,19 @@ def function_verdict(
             if kind == "NotImplementedError":
                 return not_attempted(meta)
             shown = f"{kind}: {text}" if public else kind
+            message = f"{where} raised {shown}"
+            located = _location_text(getattr(res, "where", None)) if public else ""
+            if located:
+                message += f"\n  {located}"
             r.update(
                 status="error",
                 case=i,
                 public=public,
-                hint=meta["hint"],
-                message=f"{where} raised {shown}",
+                hint=error_hint(kind, text, public) or meta["hint"],
+                message=message,
             )
+            if public:
+                r["where"] = getattr(res, "where", None)
             return r
         if res.mutated:
             names = ", ".join(f"`{n}`" for n in res.mutated)
@@ -161,24 +512,42 @@ def function_verdict(
                 message="your function returned None: did you forget `return`?",
             )
             return r
-        diff = difference(want, res.value, meta["rtol"], meta["atol"])
-        if diff is None:
-            continue
-        hint = meta["hint"]
-        for m, out in zip(meta["mistakes"], mistakes[i] if i < len(mistakes) else []):
-            if (
-                out is not NO_OUTPUT
-                and difference(out, res.value, meta["rtol"], meta["atol"], equal_nan=True) is None
-            ):
-                hint = m["hint"]
-                break
-        r.update(
-            case=i, public=public, hint=hint, message=f"{where}: {diff if public else diff.generic}"
-        )
-        if public:
-            r.update(expected=want, actual=res.value)
+        diff = difference(want, res.value, rtol, atol)
+        passed.append(diff is None)
+        if type_note is None:
+            problem = _type_problem(want, res.value, answer_type, public)
+            if problem:
+                type_note = (i, problem)
+        if diff is not None and first is None:
+            first = (i, diff)
+    if first is None and type_note is None:
+        r.update(status="passed", points=float(meta["points"]))
         return r
-    r.update(status="passed", points=float(meta["points"]))
+    if first is None:  # right values, wrong type
+        i, problem = type_note
+        public = i < n_public
+        where = f"case {i + 1}" if public else "one of the grader's hidden cases"
+        r.update(case=i, public=public, hint="", message=f"{where}: {problem}")
+        return r
+    i, diff = first
+    public = i < n_public
+    where = f"case {i + 1}" if public else "one of the grader's hidden cases"
+    hint, named = meta["hint"], None
+    for j, m in enumerate(meta["mistakes"] if complete else ()):
+        if _matches_mistake(j, results, mistakes, len(expected), rtol, atol):
+            hint, named = m["hint"], m["name"]
+            break
+    diagnosis = differential(traits or [], passed)
+    if named is None and diagnosis:
+        hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
+    message = f"{where}: {diff if public else diff.generic}"
+    if type_note is not None:  # say it too, in a few words (the hint is about the values)
+        message += "; also, " + type_note[1].split(". ", 1)[0].replace("your answer", "it", 1)
+    r.update(case=i, public=public, hint=hint, message=message)
+    r["mistake"] = named
+    r["diagnosis"] = diagnosis
+    if public:
+        r.update(expected=expected[i], actual=results[i].value)
     return r
 
 
@@ -219,12 +588,19 @@ def expected_outputs(q, cases) -> tuple[list, list]:
 # --- value questions ------------------------------------------------------------------------
 
 
+def _zero_below(digits: int, scale: float) -> float:
+    """Entries this small read as 0 (noise around an exact zero). The threshold depends on
+    ``digits`` (1e-9 of the array's largest entry at 6 digits, 1e-8 at 5) so that the two
+    roundings never share a boundary there either."""
+    return max(10.0 ** -(digits + 6), 10.0 ** -(digits + 3) * scale)
+
+
 def _number_text(v: float, digits: int, scale: float) -> str:
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
-    if abs(v) <= max(1e-12, 1e-9 * scale):
+    if abs(v) <= _zero_below(digits, scale):
         return "0"
     text = f"{v:.{digits}g}"
     return "0" if text in ("-0", "0") else text
@@ -271,7 +647,77 @@ def value_hashes(grade_id: str, x) -> list | None:
         c = _canonical(x, digits)
         if c is None:
             return None
-        out.append(hashlib.sha256(f"{grade_id}\x00{c}".encode("utf-8")).hexdigest())
+        out.append(_salted(grade_id, c))
+    return out
+
+
+def _salted(grade_id: str, canonical: str) -> str:
+    return hashlib.sha256(f"{grade_id}\x00{canonical}".encode("utf-8")).hexdigest()
+
+
+def _canonical_near(x, digits: int, rtol: float, atol: float, limit: int):
+    """Every canonical text (see :func:`_canonical`) of a value within ``rtol * |v| + atol`` of
+    ``x`` element by element, or None when there would be more than ``limit`` of them."""
+    if isinstance(x, str) or x is None:
+        return {_canonical(x, digits)}
+    if isinstance(x, (list, tuple)) and any(isinstance(v, str) or v is None for v in x):
+        options = [_canonical_near(v, digits, rtol, atol, limit) for v in x]
+        if any(o is None or None in o for o in options):
+            return None
+        return _joined(options, "t(", "|", ")", limit)
+    if _canonical(x, digits) is None:
+        return {None}
+    arr = np.asarray(x).astype(float)
+    flat = arr.ravel()[:100_000]
+    finite = flat[np.isfinite(flat)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    scales = (scale * (1 - rtol) - atol, scale, scale * (1 + rtol) + atol)
+    options = []
+    for v in map(float, flat):
+        d = rtol * abs(v) + atol if math.isfinite(v) else 0.0
+        # rounding is monotonic in v, and d is far smaller than a unit of the 5th digit, so the
+        # interval's two ends and its middle give every text a value in it can have
+        options.append(
+            sorted(
+                {_number_text(w, digits, max(s, 0.0)) for w in (v - d, v, v + d) for s in scales}
+            )
+        )
+    return _joined(options, f"a{arr.shape}:", ",", "", limit)
+
+
+def _joined(options: list, head: str, sep: str, tail: str, limit: int):
+    import itertools
+
+    count = 1
+    for o in options:
+        count *= len(o)
+        if count > limit:
+            return None
+    return {head + sep.join(parts) + tail for parts in itertools.product(*options)}
+
+
+def value_hashes_near(grade_id: str, x, rtol: float, atol: float, limit: int = 256):
+    """For each of the two roundings of :func:`value_hashes`, the set of hashes that a value
+    within ``rtol * |v| + atol`` of ``x`` (element by element) can have; None when ``x`` has
+    more than ``limit`` such values (then only an exact match can be recognised).
+
+    The drift check uses it: a stored hash that is in the set belongs to a value within the
+    tolerance of the freshly computed one, so it is up to date.
+
+    >>> a = 1.234565; b = math.nextafter(a, 2)  # one unit in the last place apart
+    >>> [x == y for x, y in zip(value_hashes("q", a), value_hashes("q", b))]  # 6 digits differ
+    [False, True]
+    >>> [x in near for x, near in zip(value_hashes("q", a), value_hashes_near("q", b, 1e-9, 0))]
+    [True, True]
+    >>> [x in near for x, near in zip(value_hashes("q", 1.23458), value_hashes_near("q", b, 1e-9, 0))]
+    [False, True]
+    """
+    out = []
+    for digits in (6, 5):
+        texts = _canonical_near(x, digits, rtol, atol, limit)
+        if texts is None or None in texts:
+            return None
+        out.append({_salted(grade_id, c) for c in texts})
     return out
 
 
@@ -300,10 +746,18 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     r = _base(meta)
     if actual is None or actual is Ellipsis:
         return not_attempted(meta)
+    if info.get("recorded"):  # a copy for graded work: the form only (see recorded.py)
+        from .recorded import recorded_verdict
+
+        return recorded_verdict(meta, info, actual)
     gid = meta["grade_id"]
     got = value_hashes(gid, actual)
     want = info.get("hashes") or []
     if got and want and (got[0] == want[0] or got[1] == want[1]):
+        problem = _type_problem(None, actual, meta.get("answer_type", ""))
+        if problem:
+            r.update(message=problem, hint="")
+            return r
         r.update(status="passed", points=float(meta["points"]))
         return r
     hint = meta["hint"]

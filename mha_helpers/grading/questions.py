@@ -11,6 +11,9 @@ its answer cell). It knows how many points it is worth and how to judge an answe
   it is compared with ``expected``.
 * ``kind="manual"``: written answers, graded by a person; the gradebook lists them as pending.
 
+``traits`` (optional) names the properties of each case (one head or several, with or without
+a mask, ...), so that the verdict can say which property breaks an answer.
+
 ``mistakes`` are the classic wrong answers, each a function with the reference's signature (or
 a wrong value) and the hint to show when the learner's answer matches it. That is how the
 feedback says "you split heads with a bare reshape" instead of only "wrong".
@@ -65,6 +68,10 @@ class Question:
     # in the self-check and in the grader alike.
     forbidden: tuple = ()
     extra: dict = field(default_factory=dict)
+    # ``traits(*case) -> names`` of the properties a case has (``mha_helpers.grading.judge.TRAITS``:
+    # "several heads", "mask", "rectangular", "batch", ...), so the verdict can say which
+    # property breaks an answer ("right with one head, wrong with several heads").
+    traits: Callable | None = None
 
     def __post_init__(self):
         if self.kind not in ("function", "value", "manual"):

@@ -14,7 +14,10 @@ metadata (schema version 3) and answers sit between ``### BEGIN SOLUTION`` and
 * marks locked and check cells read-only (``editable``/``deletable`` false), as nbgrader does.
 
 The result is a pure function of the solution notebook, so the test suite can regenerate it
-and fail on any difference from the committed ``exercises/``.
+and fail on any difference from the committed ``exercises/``. The self-check data also holds
+numbers computed by the question banks (expected outputs, each mistake's outputs); those are
+compared with a tolerance (:data:`DRIFT_FRACTION`), never byte for byte, because another
+processor computes them a few units in the last place differently.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import shutil
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
 from . import codec
 
@@ -37,6 +41,8 @@ __all__ = [
     "ReleaseError",
     "selfcheck_data",
     "student_copy",
+    "data_agrees",
+    "DRIFT_FRACTION",
 ]
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
@@ -158,12 +164,124 @@ def release_notebook(solution) -> nbformat.NotebookNode:
     return nb
 
 
-def _write_if_changed(path: Path, text: str, check: bool, changed: list):
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
+def _write_if_changed(path: Path, text: str, check: bool, changed: list, same=None):
+    """Write ``text`` to ``path`` unless the file already holds it (or, with ``same``, unless
+    ``same(old_text)`` says the stored file agrees with it within tolerance)."""
+    old = path.read_text(encoding="utf-8") if path.exists() else None
+    if old is None or (old != text and not (same is not None and same(old))):
         changed.append(path)
         if not check:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+
+
+# --- drift with a tolerance ----------------------------------------------------------------
+#
+# The banks compute the expected outputs with matrix products, sums and exp in float64. NumPy
+# and OpenBLAS pick SIMD kernels for the processor they run on, so another machine adds in
+# another order and gets results a few units in the last place away (measured: AVX-512 against
+# generic kernels, OPENBLAS_CORETYPE=Prescott and every NumPy dispatch feature disabled, moved
+# the stored outputs by at most 1.3e-15 in absolute terms). Stored data therefore counts as up
+# to date when every number is within DRIFT_FRACTION of the question's own grading tolerance of
+# the fresh one:  |stored - fresh| <= DRIFT_FRACTION * (rtol * |fresh| + atol).  With the
+# questions' rtol 1e-6 and atol 1e-8 that is 1e-9 relative plus 1e-11 absolute: about 10^4
+# times the largest difference measured, and 1000 times tighter than what the check allows a
+# learner, so data that passes gives the same verdicts up to 0.1 % of the tolerance, while any
+# real change (a question, a case, a mistake, an expected value) is far larger and is caught.
+# A question graded exactly (rtol = atol = 0) is compared exactly. Everything that is not a
+# computed number (templates, prompts, hints, shapes, dtypes, strings) is compared exactly.
+DRIFT_FRACTION = 1e-3
+
+
+def data_agrees(stored: dict, fresh: dict, questions) -> bool:
+    """True when the stored self-check data ``stored`` equals ``fresh`` (what release would
+    write now) up to the drift tolerance above. ``questions`` are the assignment's questions
+    (their values are needed to recognise a value hash computed a few bits away)."""
+    if not isinstance(stored, dict) or set(stored) != set(fresh):
+        return False
+    if any(stored[k] != fresh[k] for k in fresh if k != "questions"):
+        return False
+    old_qs, new_qs = stored.get("questions"), fresh["questions"]
+    if not isinstance(old_qs, list) or len(old_qs) != len(new_qs):
+        return False
+    by_id = {q.grade_id: q for q in questions}
+    for old, new in zip(old_qs, new_qs):
+        if not isinstance(old, dict) or set(old) != set(new):
+            return False
+        if any(old[k] != new[k] for k in new if k != "public"):
+            return False
+        if old.get("public") == new.get("public"):
+            continue
+        rtol = DRIFT_FRACTION * float(new.get("rtol") or 0.0)
+        atol = DRIFT_FRACTION * float(new.get("atol") or 0.0)
+        q = by_id.get(new["grade_id"])
+        if new["kind"] == "value" and q is not None:
+            if not _value_public_agrees(old["public"], new["public"], q, rtol, atol):
+                return False
+        elif not _numbers_agree(old.get("public"), new.get("public"), rtol, atol):
+            return False
+    return True
+
+
+def _numbers_agree(a, b, rtol: float, atol: float) -> bool:
+    """Structural equality of two encoded values, floats within ``rtol * |b| + atol``."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(b, float):
+        return abs(a - b) <= rtol * abs(b) + atol
+    if isinstance(b, list):
+        return len(a) == len(b) and all(_numbers_agree(x, y, rtol, atol) for x, y in zip(a, b))
+    if isinstance(b, dict):
+        if set(a) != set(b):
+            return False
+        if "__array__" in b:
+            return _arrays_agree(a, b, rtol, atol)
+        return all(_numbers_agree(a[k], b[k], rtol, atol) for k in b)
+    return a == b
+
+
+def _arrays_agree(a: dict, b: dict, rtol: float, atol: float) -> bool:
+    if a["dtype"] != b["dtype"] or a["__array__"] != b["__array__"]:
+        return False
+    try:
+        x, y = codec.decode(a), codec.decode(b)
+    except codec.CodecError:
+        return False
+    if y.dtype.kind not in "fc":
+        return bool(np.array_equal(x, y))
+    finite = np.isfinite(y)
+    if not np.array_equal(np.isfinite(x), finite) or not np.array_equal(
+        x[~finite], y[~finite], equal_nan=True
+    ):
+        return False  # nan and infinities must sit in the same places, with the same signs
+    return bool(np.all(np.abs(x[finite] - y[finite]) <= rtol * np.abs(y[finite]) + atol))
+
+
+def _value_public_agrees(old: dict, new: dict, q, rtol: float, atol: float) -> bool:
+    """Value questions store hashes: a stored hash agrees when some value within the tolerance
+    of the fresh expected value (or mistake) has it (:func:`judge.value_hashes_near`)."""
+    from .judge import value_hashes_near
+
+    if not isinstance(old, dict) or set(old) != set(new) or not isinstance(old.get("info"), dict):
+        return False
+    info_old, info_new = old["info"], new["info"]
+    if {k: v for k, v in info_old.items() if k != "hashes"} != {
+        k: v for k, v in info_new.items() if k != "hashes"
+    }:
+        return False
+    pairs = [(info_old.get("hashes"), info_new["hashes"], q.expected)]
+    if not isinstance(old["mistakes"], list) or len(old["mistakes"]) != len(new["mistakes"]):
+        return False
+    pairs += [(o, n, m.answer) for o, n, m in zip(old["mistakes"], new["mistakes"], q.mistakes)]
+    for stored, fresh, value in pairs:
+        if stored == fresh:
+            continue
+        if not isinstance(stored, list) or fresh is None or len(stored) != len(fresh):
+            return False
+        near = value_hashes_near(q.grade_id, value, rtol, atol)
+        if near is None or not all(h in ok for h, ok in zip(stored, near)):
+            return False
+    return True
 
 
 def selfcheck_data(released, questions) -> dict:
@@ -171,7 +289,14 @@ def selfcheck_data(released, questions) -> dict:
     per question, what the learner's check may know. Function questions: the public cases, the
     expected outputs on them and each classic mistake's outputs. Value questions: salted
     hashes of the expected value and of each mistake (never the value). No reference code."""
-    from .judge import expected_outputs, public_cases, question_meta, value_hashes, value_info
+    from .judge import (
+        case_traits,
+        expected_outputs,
+        public_cases,
+        question_meta,
+        value_hashes,
+        value_info,
+    )
     from .program import template_from_notebook
 
     out = []
@@ -184,6 +309,7 @@ def selfcheck_data(released, questions) -> dict:
                 "cases": [codec.encode(tuple(c)) for c in cases],
                 "expected": [codec.encode(e) for e in expected],
                 "mistakes": [codec.encode([_no_output_marker(v) for v in row]) for row in mistakes],
+                "traits": case_traits(q, cases),
             }
         elif q.kind == "value":
             entry["public"] = {
@@ -227,11 +353,20 @@ def release(course=None, check: bool = False) -> list[Path]:
         expected_nb.add(dst.name)
         _write_if_changed(dst, nbformat.writes(released) + "\n", check, changed)
         assignment = nb.metadata.get("mha_course", {}).get("assignment") or src.stem
-        data = selfcheck_data(released, questions_for(assignment))
+        questions = questions_for(assignment)
+        data = selfcheck_data(released, questions)
         data_path = course.data / f"{assignment}.json"
         expected_data.add(data_path.name)
+        fresh = json.loads(json.dumps(data, allow_nan=False))
+
+        def same(text, fresh=fresh, questions=questions):
+            try:
+                return data_agrees(json.loads(text), fresh, questions)
+            except ValueError:  # not JSON at all
+                return False
+
         _write_if_changed(
-            data_path, json.dumps(data, indent=1, allow_nan=False) + "\n", check, changed
+            data_path, json.dumps(data, indent=1, allow_nan=False) + "\n", check, changed, same
         )
     for folder, keep, pattern in (
         (course.exercises, expected_nb, "*.ipynb"),
@@ -264,10 +399,15 @@ STUDENT_COPY_ITEMS = (
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 
 
-def student_copy(course, dest) -> list[Path]:
+def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
     """Write the folder students get into ``dest`` (new or empty, outside the course): the
     lessons, the released exercises, the helper package with its self-check data, and a README
-    for learners. No solutions/, no question banks, no tests. Returns the top-level items."""
+    for learners. No solutions/, no question banks, no tests. Returns the top-level items.
+
+    ``for_grading``: a copy for graded work, whose self-check data holds, for each value
+    question, only the form of the answer (:mod:`.recorded`): the self-check never confirms an
+    exact value or multiple-choice answer, which a script could otherwise find by trying every
+    candidate. Without it (self-study) the self-check confirms exact answers."""
     course_root = Path(course.root).resolve()
     dest = Path(dest).expanduser()
     real = dest.resolve()
@@ -297,10 +437,12 @@ def student_copy(course, dest) -> list[Path]:
         else:
             shutil.copy2(src, target)
         written.append(target)
+    if for_grading:
+        _strip_value_answers(dest / "mha_helpers" / "grading" / "data")
     guide = course_root / "docs" / "learner_guide.md"
     readme = dest / "README.md"
     readme.write_text(
-        _student_readme(guide.read_text(encoding="utf-8") if guide.exists() else ""),
+        _student_readme(guide.read_text(encoding="utf-8") if guide.exists() else "", for_grading),
         encoding="utf-8",
     )
     written.append(readme)
@@ -317,7 +459,20 @@ def student_copy(course, dest) -> list[Path]:
     return written
 
 
-def _student_readme(guide: str) -> str:
+def _strip_value_answers(folder: Path) -> None:
+    """Rewrite a copy's self-check data for graded work: value questions keep their form only."""
+    from .recorded import for_grading_entry
+
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["questions"] = [
+            for_grading_entry(q) if q.get("kind") == "value" else q for q in data["questions"]
+        ]
+        data["for_grading"] = True
+        path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def _student_readme(guide: str, for_grading: bool = False) -> str:
     head = (
         "# Multi-head attention, hands on: the learner's copy\n\n"
         "Lessons are in `notebooks/` (start with `00_start_here.ipynb`), exercises in "
@@ -328,4 +483,10 @@ def _student_readme(guide: str) -> str:
         "`.venv/bin/mha-course validate exercises/<the exercise>.ipynb` to see what the grader will "
         "run. This copy holds no solutions: the self-checks work from public test cases.\n\n"
     )
+    if for_grading:
+        head += (
+            "This copy is for graded work: for questions whose answer is a single value (a "
+            "number, a shape, a letter), the self-check confirms the form of your answer and "
+            "records it; whether it is right is checked when your work is graded.\n\n"
+        )
     return head + (guide if guide else "")

@@ -52,6 +52,7 @@ def _set_limits(job):
     if job.get("file_bytes"):
         lim(resource.RLIMIT_FSIZE, int(job["file_bytes"]))
     lim(resource.RLIMIT_CORE, 0)
+    lim(resource.RLIMIT_NOFILE, 256)  # bounds what pipes can hold in kernel memory
     # Writing past RLIMIT_FSIZE then fails with an error instead of killing the process.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
@@ -256,6 +257,7 @@ def main(argv=None) -> int:
                         "value": codec.encode(r.value, budget, max_string=1000),
                         "raised": list(r.raised) if r.raised else None,
                         "mutated": r.mutated,
+                        "where": r.where,
                     }
                     for r in results
                 ]

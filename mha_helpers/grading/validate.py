@@ -12,12 +12,16 @@ question the verdict, plus warnings about what could differ from the learner's s
 * cells that raise when the notebook runs from the top;
 * written answers still empty.
 
-It runs the learner's own code on their own machine, so it needs no sandbox. Exit status 0 when
-every automatically checked question passes.
+It runs the notebook in the grading sandbox whenever one can be made here. Without one it runs
+only a notebook that is the caller's own and outside any course folder (a learner's work on
+their own machine); it refuses a notebook inside a course folder (an instructor checking a
+student's notebook beside the solutions) or owned by someone else, and says why. Exit status 0
+when every automatically checked question passes.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from . import codec, sandbox
@@ -30,21 +34,51 @@ from .verdict import BadReport, answer_results
 __all__ = ["validate_notebook", "validate_command"]
 
 
+class Unsafe(Exception):
+    """The notebook cannot be run here: no sandbox, and it is not safely the caller's own."""
+
+    def __init__(self, note: str):
+        super().__init__(note)
+        self.note = note
+
+
+def isolation_for(path) -> bool:
+    """True to run ``path`` in the sandbox; False to run it unisolated (allowed only for the
+    caller's own notebook outside any course folder). Raises :class:`Unsafe` otherwise."""
+    if sandbox.probe() is None:
+        return True
+    path = Path(path)
+    reasons = []
+    try:
+        from .course import find_course
+
+        root = find_course(start=path.resolve().parent).root
+        reasons.append(f"it is inside the course folder {root}")
+    except Exception:
+        pass
+    try:
+        st = path.stat()
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            reasons.append("it belongs to another user")
+    except OSError:
+        pass
+    if reasons:
+        raise Unsafe(
+            f"refusing to run it: {' and '.join(reasons)}, and no sandbox can be made here "
+            f"({sandbox.probe()}). Its code would run with your permissions. Install "
+            "bubblewrap so that validate runs it in the grading sandbox, or copy the notebook "
+            "into a folder of your own outside the course"
+        )
+    return False
+
+
 def validate_notebook(path, timeout: float = 120.0) -> dict:
     """Run one notebook as the grader will; return ``{"assignment", "verdicts", "warnings"}``."""
+    isolate = isolation_for(path)
     nb, notes = read_notebook(Path(path), 20 * 2**20)
-    md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
-    assignment = (
-        (md.get("mha_course") or {}).get("assignment")
-        if isinstance(md.get("mha_course"), dict)
-        else None
-    )
-    if not isinstance(assignment, str):
-        raise Rejected(
-            "unknown-assignment",
-            "this notebook has no assignment metadata: is it one "
-            "of the course's exercise notebooks?",
-        )
+    assignment, how = identify_assignment(nb)
+    if assignment is None:
+        raise Rejected("unknown-assignment", how)
     try:
         data = assignment_data(assignment)
     except NoData:
@@ -52,6 +86,8 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
             "unknown-assignment",
             f"no self-check data for assignment {assignment!r} (update the course package)",
         ) from None
+    if how:
+        notes.append(how)
     program = build_program(data["template"], notebook_cells(nb))
     warnings = [n for n in notes]
     exprs = data["template"]["exprs"]
@@ -68,7 +104,10 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         "cell_timeout": max(5.0, timeout / 4),
     }
     out = sandbox.run(
-        job, sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5), isolate=False
+        job,
+        sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
+        isolate=isolate,
+        mpl_cache=sandbox.warm_matplotlib() if isolate else None,
     )
     report = out.report or {}
     if not report:
@@ -119,6 +158,43 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
     return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
 
 
+def identify_assignment(nb: dict) -> tuple[str | None, str | None]:
+    """The exercise a notebook is, as the grader finds it: its metadata, else the answer cells'
+    ``grade_id``s (an editor may drop notebook metadata). Returns ``(assignment, how)``;
+    ``how`` is None when the metadata said it, an explanation otherwise."""
+    from .check import DATA_DIR
+
+    md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    course = md.get("mha_course") if isinstance(md.get("mha_course"), dict) else {}
+    name = course.get("assignment")
+    if isinstance(name, str) and (DATA_DIR / f"{name}.json").is_file():
+        return name, None
+    ids = set()
+    for c in nb.get("cells", []):
+        cmd = c.get("metadata") if isinstance(c, dict) else None
+        nbg = cmd.get("nbgrader") if isinstance(cmd, dict) else None
+        if isinstance(nbg, dict) and isinstance(nbg.get("grade_id"), str):
+            ids.add(nbg["grade_id"])
+    best, overlap = None, 0
+    for path in sorted(DATA_DIR.glob("*.json")) if DATA_DIR.is_dir() else []:
+        try:
+            answer_ids = {
+                c.get("grade_id")
+                for c in assignment_data(path.stem)["template"]["cells"]
+                if c.get("kind") in ("answer", "written")
+            }
+        except (NoData, KeyError, TypeError, ValueError):
+            continue
+        if len(ids & answer_ids) > overlap:
+            best, overlap = path.stem, len(ids & answer_ids)
+    if best is None:
+        return None, (
+            "this notebook has no assignment metadata and no answer cells of the course's "
+            "exercises: is it one of the course's exercise notebooks?"
+        )
+    return best, "assignment identified from its answer cells' grade_id (no notebook metadata)"
+
+
 def _verdict(q: dict, meta: dict, rec) -> dict:
     if not isinstance(rec, dict) or rec.get("status") in ("undefined", "none"):
         return not_attempted(meta)
@@ -138,17 +214,31 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
         return not_attempted(meta) | {"status": "error", "message": "could not read the result"}
     expected = [codec.decode(e) for e in pub["expected"]]
     return function_verdict(
-        meta, results, expected, _decode_mistakes(pub["mistakes"]), len(expected), helpers
+        meta,
+        results,
+        expected,
+        _decode_mistakes(pub["mistakes"]),
+        len(expected),
+        helpers,
+        pub.get("traits"),
     )
 
 
 def validate_command(paths, timeout: float = 120.0) -> int:
+    """Exit 0 when everything passes, 1 when something does not, 2 for a usage error (a
+    notebook that does not exist)."""
+    import sys
+
+    absent = [str(p) for p in paths if not Path(p).is_file()]
+    if absent:
+        print(f"mha-course validate: no such notebook: {', '.join(absent)}", file=sys.stderr)
+        return 2
     all_ok = True
     for path in paths:
         print(f"== {path}")
         try:
             result = validate_notebook(path, timeout)
-        except (Rejected, SourceTooLarge, FileNotFoundError) as exc:
+        except (Rejected, SourceTooLarge, FileNotFoundError, Unsafe) as exc:
             print(f"  cannot validate: {getattr(exc, 'note', exc)}")
             all_ok = False
             continue

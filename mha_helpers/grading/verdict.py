@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from . import codec
 from .judge import (
+    case_traits,
     function_verdict,
     not_attempted,
     not_callable,
@@ -41,7 +42,7 @@ STATUSES = {
     "skipped and the rest graded",
     "timeout": "a cell, a function call or the whole notebook ran out of time",
     "memory": "a cell or function call ran out of memory",
-    "duplicate": "the same student submitted this assignment more than once (see notes)",
+    "superseded": "another copy of this assignment from the same student counts (see notes)",
     "refused": "not graded: a symbolic link, or an unsafe or unreadable archive (see notes)",
     "unknown-assignment": "no assignment of the course matches this notebook",
     "not-a-notebook": "JSON, but not a Jupyter notebook (or a folder)",
@@ -49,7 +50,7 @@ STATUSES = {
     "empty": "an empty file",
     "too-large": "larger than the size limit; not opened",
     "old-format": "a notebook format that could not be converted",
-    "missing": "a student folder without any notebook",
+    "missing": "no submission for this assignment (see notes)",
     "grader-error": "the grader itself failed on this submission (a bug: please report it)",
 }
 RUN_STATUS_ORDER = ["flagged", "kernel-died", "timeout", "memory", "ok"]
@@ -65,6 +66,24 @@ def _str(x, limit=300) -> str:
     return x[:limit]
 
 
+def _where(w) -> dict | None:
+    """Where the learner's code raised (function, line, the line's text), validated."""
+    if w is None:
+        return None
+    if not isinstance(w, dict) or set(w) - {"function", "line", "code", "caller"}:
+        raise BadReport("malformed error location")
+    out = {"function": _str(w.get("function", ""), 60)}
+    line = w.get("line")
+    if line is not None:
+        if not isinstance(line, int) or isinstance(line, bool) or not 0 <= line < 10**7:
+            raise BadReport("malformed error location")
+        out["line"] = line
+    for key, limit in (("code", 160), ("caller", 60)):
+        if w.get(key) is not None:
+            out[key] = _str(w[key], limit)
+    return out
+
+
 def answer_results(rec) -> tuple[list, list]:
     """Validate one function answer's record: ``(list of CaseResult, helpers called)``."""
     if not isinstance(rec, dict):
@@ -74,7 +93,7 @@ def answer_results(rec) -> tuple[list, list]:
         raise BadReport("results missing")
     results = []
     for row in rows:
-        if not isinstance(row, dict) or set(row) - {"value", "raised", "mutated"}:
+        if not isinstance(row, dict) or set(row) - {"value", "raised", "mutated", "where"}:
             raise BadReport("malformed case result")
         raised = row.get("raised")
         if raised is not None:
@@ -86,7 +105,12 @@ def answer_results(rec) -> tuple[list, list]:
             raise BadReport("malformed mutation list")
         value = None if raised else codec.decode(row.get("value"), codec.Limits())
         results.append(
-            CaseResult(value=value, raised=raised, mutated=[_str(m, 40) for m in mutated])
+            CaseResult(
+                value=value,
+                raised=raised,
+                mutated=[_str(m, 40) for m in mutated],
+                where=_where(row.get("where")) if raised else None,
+            )
         )
     helpers = rec.get("helpers") or []
     if not isinstance(helpers, list) or len(helpers) > 20:
@@ -144,10 +168,11 @@ def question_verdict(q, rec, cases, skipped: bool) -> dict:
             meta, info, [value_hashes(q.grade_id, m.answer) for m in q.mistakes], actual
         )
     results, helpers = answer_results(rec)
-    known = {d.rsplit(".", 1)[-1] for d in q.forbidden}
+    known = {d.rsplit(".", 1)[-1] for d in q.forbidden} | set(q.forbidden)
     helpers = [h for h in helpers if h in known]
-    n_public, _, expected, mistakes = cases  # an Unsupported value fails its case
-    verdict = function_verdict(meta, results, expected, mistakes, n_public, helpers)
+    n_public, case_list, expected, mistakes = cases  # an Unsupported value fails its case
+    traits = case_traits(q, case_list)
+    verdict = function_verdict(meta, results, expected, mistakes, n_public, helpers, traits)
     verdict["memory"] = any(r.raised and r.raised[0] == "MemoryError" for r in results)
     return verdict
 

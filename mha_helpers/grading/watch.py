@@ -12,12 +12,22 @@ from __future__ import annotations
 
 import copy
 import importlib
+import linecache
+import os
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["CaseResult", "run_cases", "HelperRecorder", "copy_args", "changed_args"]
+__all__ = [
+    "CaseResult",
+    "run_cases",
+    "HelperRecorder",
+    "copy_args",
+    "changed_args",
+    "error_location",
+]
 
 
 @dataclass
@@ -27,6 +37,58 @@ class CaseResult:
     value: object = None
     raised: tuple | None = None
     mutated: list = field(default_factory=list)  # names of the arguments changed in place
+    # where the learner's own code raised: {"function", "line", "code", "caller"} (or None)
+    where: dict | None = None
+
+
+def _library_dirs() -> tuple:
+    """Folders whose code is not the learner's: the course package, NumPy, the standard library
+    and installed packages."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # mha_helpers/
+    dirs = {here}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            dirs.add(os.path.abspath(sysconfig.get_paths()[key]))
+        except (KeyError, OSError):
+            pass
+    dirs.add(os.path.dirname(os.path.abspath(np.__file__)))
+    return tuple(d + os.sep for d in dirs if d)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def _is_learner_frame(frame) -> bool:
+    filename = frame.f_code.co_filename or ""
+    module = str(frame.f_globals.get("__name__", ""))
+    if module.startswith(("mha_helpers", "mha_course_banks", "numpy", "IPython", "ipykernel")):
+        return False
+    if filename.startswith("<frozen") or filename in ("<string>",):
+        return False
+    return not os.path.abspath(filename).startswith(_LIBRARY_DIRS) if filename[:1] != "<" else True
+
+
+def error_location(exc) -> dict | None:
+    """Where in the learner's own code ``exc`` was raised: the innermost frame of the traceback
+    that is not the course's, NumPy's or the standard library's, with the function that called
+    it (when that is the learner's too). ``None`` when no frame is the learner's."""
+    try:
+        frames = []
+        tb = exc.__traceback__
+        while tb is not None:
+            if _is_learner_frame(tb.tb_frame):
+                frames.append((tb.tb_frame, tb.tb_lineno))
+            tb = tb.tb_next
+        if not frames:
+            return None
+        frame, line = frames[-1]
+        code = linecache.getline(frame.f_code.co_filename, line, frame.f_globals).strip()
+        where = {"function": str(frame.f_code.co_name)[:60], "line": int(line), "code": code[:160]}
+        if len(frames) > 1 and frames[-2][0].f_code.co_name != frame.f_code.co_name:
+            where["caller"] = str(frames[-2][0].f_code.co_name)[:60]
+        return where
+    except Exception:  # a location is a courtesy: never let it break the check
+        return None
 
 
 def copy_args(args):
@@ -72,21 +134,35 @@ def changed_args(fn, pristine, given) -> list[str]:
 
 
 class HelperRecorder:
-    """Records calls, from the learner's code, into named ``mha_helpers`` functions.
+    """Records calls, from the learner's code, into named functions of any library: the
+    course's own helpers (``mha_helpers.heads.split_heads``) and other libraries' functions
+    that do the question's job (``scipy.special.softmax``, ``torch.softmax``).
 
-    A profile hook (``sys.setprofile``) notes each call whose code object belongs to one of the
-    functions, unless the caller is itself inside ``mha_helpers`` (a helper the learner may use
-    can call another internally) or a question bank (a reference answer may use the helpers).
-    A call straight from the grading code counts: that is an answer that *is* the helper
-    (``split_heads = mha_helpers.split_heads``). Use as a context manager; ``called`` lists what was seen.
+    A profile hook (``sys.setprofile``) notes each call into one of the functions: by its code
+    object when the module is imported already, and otherwise by the function's name and its
+    module's top-level package (so a library imported only inside the answer is seen too);
+    functions written in C (NumPy's, PyTorch's) are seen through the hook's ``c_call`` events.
+    A call does not count when its caller is inside the same library (a helper may call
+    another internally) or inside a question bank (a reference answer may use the helpers). A
+    call straight from the grading code counts: that is an answer that *is* the helper
+    (``split_heads = mha_helpers.split_heads``). Use as a context manager; ``called`` lists
+    what was seen: a course helper by its name (``split_heads``), another library's function
+    by its listed dotted name (``scipy.special.softmax``).
     """
 
     def __init__(self, dotted_names):
         self.codes = {}
+        self.by_name: dict[str, list[str]] = {}  # function name -> top-level packages
+        self.dotted: dict[tuple, str] = {}  # (name, top-level package) -> the listed name
         for dotted in dotted_names or ():
             module, _, name = str(dotted).rpartition(".")
-            if not module.startswith("mha_helpers"):
+            if not module or not name:
                 continue
+            top = module.split(".")[0]
+            self.by_name.setdefault(name, []).append(top)
+            self.dotted.setdefault((name, top), str(dotted))
+            if top != "mha_helpers" and module not in sys.modules:
+                continue  # never import a library just to watch it
             try:
                 fn = getattr(importlib.import_module(module), name)
             except Exception:
@@ -98,24 +174,61 @@ class HelperRecorder:
         self.called: list[str] = []
         self._previous = None
 
+    def _note(self, name: str, top: str, caller) -> None:
+        # the course's helpers by their short name (as the messages always have), any other
+        # library's function by its full listed name (``scipy.special.softmax``)
+        if top != "mha_helpers":
+            name = self.dotted.get((name, top), f"{top}.{name}")
+        if name in self.called:
+            return
+        module = str(caller.f_globals.get("__name__", "")) if caller is not None else ""
+        if module.startswith("mha_course_banks"):
+            return
+        if top == "mha_helpers":
+            inside = module.startswith("mha_helpers") and not module.startswith(
+                "mha_helpers.grading"
+            )
+        else:
+            inside = module.split(".")[0] == top
+        if not inside:
+            self.called.append(name)
+
     def _hook(self, frame, event, arg):
         if event == "call":
-            name = self.codes.get(frame.f_code)
-            if name is not None and name not in self.called:
-                caller = frame.f_back
-                module = str(caller.f_globals.get("__name__", "")) if caller is not None else ""
-                inside = module.startswith(("mha_helpers", "mha_course_banks"))
-                if not inside or module.startswith("mha_helpers.grading"):
-                    self.called.append(name)
+            code = frame.f_code
+            name = self.codes.get(code)
+            if name is None:
+                tops = self.by_name.get(code.co_name)
+                if not tops:
+                    return
+                module = str(frame.f_globals.get("__name__", ""))
+                top = module.split(".")[0]
+                if top not in tops:
+                    return
+                name = code.co_name
+            else:
+                top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+            self._note(name, top, frame.f_back)
+        elif event == "c_call":
+            name = getattr(arg, "__name__", None)
+            tops = self.by_name.get(name) if isinstance(name, str) else None
+            if not tops:
+                return
+            module = (
+                getattr(arg, "__module__", None) or type(getattr(arg, "__self__", None)).__module__
+            )
+            top = str(module or "").split(".")[0]
+            if top in tops:
+                self._note(name, top, frame)
 
     def __enter__(self):
-        if self.codes:
+        if self.by_name:
             self._previous = sys.getprofile()
             sys.setprofile(self._hook)
         return self
 
     def __exit__(self, *exc):
-        if self.codes:
+        if self.by_name:
             sys.setprofile(self._previous)
         return False
 
@@ -138,6 +251,7 @@ def run_cases(fn, cases, forbidden=(), call=None) -> tuple[list[CaseResult], lis
             except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
                 # the learner's code failed (or tried to leave): record it, go on
                 res.raised = (_name(exc), _message(exc))
+                res.where = error_location(exc)
             res.mutated = changed_args(fn, args, given)
             results.append(res)
             if res.raised:

@@ -78,10 +78,12 @@ def _scores_reference(x, w_q, w_k):
 
 
 def _scores_cases(rng):
-    """Sizes chosen so that n, d_k and d_model all differ, and d_k is 4 only in the first case:
-    dividing by a hard-coded 2 (sqrt(4)) or by d_k ** 1/2 (= d_k / 2) fails on the second."""
+    """Sizes chosen so that n, d_k and d_model differ in the first three cases, and d_k is not
+    4 in the second: dividing by a hard-coded 2 (sqrt(4)) or by d_k ** 1/2 (= d_k / 2) fails
+    there. The last case has n = d_k (and d_k = 4), so an answer that takes the token count for
+    the width is right there and wrong elsewhere: the verdict says so."""
     cases = []
-    for n, d_model, d_k in [(3, 8, 4), (5, 12, 3), (2, 10, 6)]:
+    for n, d_model, d_k in [(3, 8, 4), (5, 12, 3), (2, 10, 6), (4, 10, 4)]:
         x = rng.normal(size=(n, d_model))
         w_q = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)
         w_k = rng.normal(size=(d_model, d_k)) / np.sqrt(d_model)
@@ -156,10 +158,23 @@ register(
                 "You took dot products of the raw token vectors x. Project first: Q = x @ w_q and "
                 "K = x @ w_k, then compare Q with K.",
             ),
+            Mistake(
+                "multiplied by sqrt(d_k)",
+                _scores_divided_by(lambda x, w_q: 1 / np.sqrt(w_q.shape[1])),
+                "You multiplied by sqrt(d_k). The scale shrinks the scores: divide by sqrt(d_k) "
+                "(or multiply by 1 / sqrt(d_k)).",
+            ),
+            Mistake(
+                "softmax applied",
+                lambda x, w_q, w_k: _stable_softmax(_scores_reference(x, w_q, w_k)),
+                "You returned the attention weights (after a softmax). This question stops "
+                "earlier: return the scaled scores Q K^T / sqrt(d_k) themselves.",
+            ),
         ),
         hint="Q = x @ w_q and K = x @ w_k are (n, d_k); the scores are Q @ K.T / sqrt(d_k), where "
         "d_k = w_q.shape[1].",
         # No course helper returns raw scores, so nothing to forbid here.
+        traits=lambda x, w_q, w_k: ["n != d_k"] if x.shape[0] != w_q.shape[1] else [],
     )
 )
 
@@ -213,6 +228,25 @@ def _softmax_max_without_keepdims(s):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_inf_to_zero(s):
+    s = np.asarray(s, dtype=float)
+    s = np.where(np.isinf(s), 0.0, s)  # "clean up" the -inf first
+    return _stable_softmax(s)
+
+
+def _softmax_mean_shift(s):
+    s = np.asarray(s, dtype=float)
+    e = np.exp(s - s.mean(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_traits(scores):
+    s = np.asarray(scores)
+    return (["mask"] if np.isneginf(s).any() else []) + (
+        ["rectangular"] if s.shape[0] != s.shape[1] else []
+    )
+
+
 def _softmax_divided_by_max(s):
     s = np.asarray(s, dtype=float)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
@@ -264,6 +298,20 @@ register(
             ),
             Mistake("global maximum", _softmax_global_max, GLOBAL_MAX_HINT),
             Mistake(
+                "-inf replaced by 0",
+                _softmax_inf_to_zero,
+                "Your blocked entries get weight: you replaced -inf by 0 (or by a finite number) "
+                "before the softmax. A -inf score means 'may not attend': exp(-inf) = 0, so "
+                "keep the -inf and only make sure the row's maximum you subtract is finite.",
+            ),
+            Mistake(
+                "shifted by the mean",
+                _softmax_mean_shift,
+                "You subtracted each row's mean instead of its maximum. A row with a -inf entry "
+                "has mean -inf, and -inf - (-inf) is NaN; with very large scores exp can still "
+                "overflow. Subtract the row's maximum: s.max(axis=-1, keepdims=True).",
+            ),
+            Mistake(
                 "no shift",
                 _softmax_no_shift,
                 "exp overflowed: np.exp(800) is infinite in float64, and inf / inf is NaN. Subtract "
@@ -274,7 +322,14 @@ register(
         hint="Subtract each row's maximum first (s - s.max(axis=-1, keepdims=True)), exponentiate, "
         "then divide by the row sums (axis=-1, keepdims=True). Subtracting the maximum changes "
         "nothing mathematically and keeps exp from overflowing.",
-        forbidden=("mha_helpers.attention.softmax", "scipy.special.softmax"),
+        forbidden=(
+            "mha_helpers.attention.softmax",
+            "scipy.special.softmax",
+            "torch.softmax",
+            "torch.nn.functional.softmax",
+            "jax.nn.softmax",
+        ),
+        traits=_softmax_traits,
     )
 )
 
@@ -309,16 +364,31 @@ def _attention_cases(rng):
         (2, 5, 4, 3, "random"),
         (3, 3, 4, 6, "causal"),
         (5, 5, 8, 2, "causal"),
+        # one property at a time, from a square case with d_k = d_v and a mask that blocks
+        # nothing: then the mask alone, then d_v alone
+        (4, 4, 4, 4, "open"),
+        (4, 4, 4, 4, "causal"),
+        (4, 4, 4, 6, "open"),
     ]:
         q = rng.normal(size=(n_q, d_k))
         k = rng.normal(size=(n_k, d_k))
         v = rng.normal(size=(n_k, d_v))
         if kind == "causal":
             mask = np.tril(np.ones((n_q, n_k), dtype=bool))  # (n_q, n_k)
+        elif kind == "open":
+            mask = np.ones((n_q, n_k), dtype=bool)  # blocks nothing
         else:
             mask = _random_mask(rng, n_q, n_k)
         cases.append((q, k, v, mask))
     return cases
+
+
+def _attention_traits(q, k, v, mask):
+    return (
+        (["mask"] if not np.all(mask) else [])
+        + (["rectangular"] if q.shape[0] != k.shape[0] else [])
+        + (["d_k != d_v"] if q.shape[-1] != v.shape[-1] else [])
+    )
 
 
 def _scores(q, k, width=None):
@@ -433,7 +503,9 @@ register(
             "mha_helpers.attention.scaled_dot_product_attention",
             "mha_helpers.heads.multi_head_attention",
             "mha_helpers.heads.grouped_query_attention",
+            "torch.nn.functional.scaled_dot_product_attention",
         ),
+        traits=_attention_traits,
     )
 )
 
@@ -446,7 +518,7 @@ register(
         points=2,
         kind="manual",
         prompt="In two or three sentences: the token 'sat' needs both who sat ('cat') and where "
-        "('mat'). Why can one attention head not deliver both at full strength, and what would "
-        "two heads change?",
+        "('mat'). Why can one attention head not deliver both independently of each other, and "
+        "what would two heads change?",
     )
 )

@@ -127,6 +127,18 @@ register(
                 "whole (n_q, n_k) matrix, and the head axis comes first: (h, n_q, n_k).",
             ),
             Mistake(
+                "heads stacked along the queries",
+                (10, 5),
+                "(10, 5) stacks the heads' matrices on top of each other. Keep a separate head "
+                "axis in front: (h, n, n).",
+            ),
+            Mistake(
+                "d_head wide",
+                (2, 4, 4),
+                "(2, 4, 4) uses d_head = 4 for the matrices. Attention weights compare tokens "
+                "with tokens: each head's matrix is (n, n) = (5, 5), whatever the width.",
+            ),
+            Mistake(
                 "d_model wide",
                 (2, 5, 8),
                 "The weights do not have a feature axis: each of a head's n queries has one "
@@ -142,7 +154,15 @@ register(
 _SIZES = [(3, 8, 2), (5, 12, 3), (2, 12, 4)]  # (n, d_model, h): n != h and d_head != n
 # For the split question only, a first case whose token count divides by h, so that cutting the
 # token axis with np.split runs (and is recognised) instead of raising.
-_SPLIT_SIZES = [(4, 6, 2), *_SIZES]
+_SPLIT_SIZES = [(4, 6, 2), *_SIZES, (3, 6, 1)]
+# Each function question also gets a case with one head (the last), so that the verdict can say
+# "right with one head, wrong with several heads" (with one head, splitting and merging are
+# only reshapes, and any order of the axes gives the same numbers).
+_SIZES_AND_ONE_HEAD = [*_SIZES, (3, 6, 1)]
+
+
+def _heads_trait(num_heads):
+    return ["several heads"] if num_heads > 1 else []
 
 
 def _split_reference(x, num_heads):
@@ -193,6 +213,7 @@ register(
         "x[t, i*d_head:(i+1)*d_head].",
         reference=_split_reference,
         cases=_split_cases,
+        traits=lambda x, num_heads: _heads_trait(num_heads),
         mistakes=(
             Mistake("bare reshape", _bare_reshape, BARE_SPLIT_HINT),
             Mistake(
@@ -233,7 +254,7 @@ def _merge_reference(x):
 
 
 def _merge_cases(rng):
-    return [(rng.normal(size=(h, n, d_model // h)),) for n, d_model, h in _SIZES]
+    return [(rng.normal(size=(h, n, d_model // h)),) for n, d_model, h in _SIZES_AND_ONE_HEAD]
 
 
 def _merge_bare(x):
@@ -266,6 +287,7 @@ register(
         "row being head 0's features, then head 1's, and so on (the inverse of split_heads).",
         reference=_merge_reference,
         cases=_merge_cases,
+        traits=lambda x: _heads_trait(np.shape(x)[0]),
         mistakes=(
             Mistake("bare reshape", _merge_bare, BARE_MERGE_HINT),
             Mistake("interleaved", _merge_interleaved, INTERLEAVED_MERGE_HINT),
@@ -322,7 +344,7 @@ def _per_head_reference(x, w_q, w_k, w_v, num_heads):
 
 def _per_head_cases(rng):
     cases = []
-    for n, d_model, h in _SIZES:
+    for n, d_model, h in _SIZES_AND_ONE_HEAD:
         x = rng.normal(size=(n, d_model))
         w = [rng.normal(size=(d_model, d_model)) / np.sqrt(d_model) for _ in range(3)]
         cases.append((x, *w, h))
@@ -333,6 +355,19 @@ def _attend_then_split(x, w_q, w_k, w_v, num_heads):
     d_head = x.shape[-1] // num_heads
     weights = _softmax_rows((x @ w_q) @ (x @ w_k).T / np.sqrt(d_head))  # (n, n): one pattern only
     return _split_reference(weights @ (x @ w_v), num_heads), weights
+
+
+def _kv_from_w_q(x, w_q, w_k, w_v, num_heads):
+    return _per_head(x, w_q, w_q, w_q, num_heads)
+
+
+def _v_from_w_k(x, w_q, w_k, w_v, num_heads):
+    return _per_head(x, w_q, w_k, w_k, num_heads)
+
+
+def _per_head_swapped(x, w_q, w_k, w_v, num_heads):
+    out, weights = _per_head(x, w_q, w_k, w_v, num_heads)
+    return weights, out
 
 
 def _merged_outputs(x, w_q, w_k, w_v, num_heads):
@@ -394,6 +429,25 @@ register(
                 "computes its own (n, n) scores from its own columns: weights (h, n, n).",
             ),
             Mistake(
+                "keys and values from w_q",
+                _kv_from_w_q,
+                "Your keys and values are computed with w_q: every head compares queries with "
+                "copies of themselves. Each projection has its own matrix: k = x @ w_k and "
+                "v = x @ w_v, then split each of them into heads exactly as you split q.",
+            ),
+            Mistake(
+                "values from w_k",
+                _v_from_w_k,
+                "Your values are computed with w_k, so the heads average copies of the keys. "
+                "The values have their own projection: v = x @ w_v.",
+            ),
+            Mistake(
+                "(weights, outputs)",
+                _per_head_swapped,
+                "You returned (weights, outputs); the question asks for (outputs, weights), in "
+                "that order.",
+            ),
+            Mistake(
                 "merged outputs",
                 _merged_outputs,
                 "You returned the heads' outputs already concatenated, (n, h * d_head). This "
@@ -401,9 +455,11 @@ register(
                 "(merge_heads).",
             ),
         ),
-        hint="q = x @ w_q, then split into (h, n, d_head) (reshape to (n, h, d_head), transpose); the "
-        "same for k and v; scores = qh @ kh.transpose(0, 2, 1) / sqrt(d_head); softmax over the "
-        "last axis; outputs = weights @ vh.",
+        hint="q = x @ w_q, k = x @ w_k and v = x @ w_v (three different matrices), each split into "
+        "(h, n, d_head) (reshape to (n, h, d_head), transpose); scores = "
+        "qh @ kh.transpose(0, 2, 1) / sqrt(d_head); softmax over the last axis; outputs = "
+        "weights @ vh.",
+        traits=lambda x, w_q, w_k, w_v, num_heads: _heads_trait(num_heads),
         # split_heads is not listed: learners are invited to reuse their own split_heads from
         # q02_split_heads, and the grader's static check still matches names, not implementations.
         forbidden=(
@@ -424,7 +480,8 @@ def _full_layer_reference(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
 
 def _full_layer_cases(rng):
     """Three batches: no mask (the argument left out, so a missing default fails); a random
-    mask in which every query keeps some keys and loses some; a causal mask.
+    mask in which every query keeps some keys and loses some; a causal mask. Then two that
+    change one property each: one head, and a batch of one sequence.
 
     (batch, n, d_model, h): batch, n and d_head differ within each case, and n differs from h.
     """
@@ -433,6 +490,10 @@ def _full_layer_cases(rng):
         (2, 3, 8, 2, None),
         (3, 5, 12, 3, "random"),
         (2, 4, 12, 4, "causal"),
+        # one property at a time, against the causal (2, 4, 8, 2) layer: one head instead of
+        # two, one sequence instead of two (the first case has no mask)
+        (2, 4, 8, 1, "causal"),
+        (1, 4, 8, 2, "causal"),
     ]:
         x = rng.normal(size=(batch, n, d_model))  # (batch, n, d_model)
         ws = [rng.normal(size=(d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]
@@ -528,6 +589,22 @@ def _one_sequence(x, w_q, w_k, w_v, w_o, h, mask=None):
     return _layer(flat, w_q, w_k, w_v, w_o, h, big).reshape(b, n, d)
 
 
+def _with_residual(x, w_q, w_k, w_v, w_o, h, mask=None):
+    return _layer(x, w_q, w_k, w_v, w_o, h, mask) + x
+
+
+def _mask_transposed(x, w_q, w_k, w_v, w_o, h, mask=None):
+    return _layer(x, w_q, w_k, w_v, w_o, h, None if mask is None else mask.T)
+
+
+def _full_layer_traits(x, w_q, w_k, w_v, w_o, h, mask=None):
+    return (
+        _heads_trait(h)
+        + (["mask"] if mask is not None and not np.all(mask) else [])
+        + (["batch"] if x.shape[0] > 1 else [])
+    )
+
+
 def _one_head(x, w_q, w_k, w_v, w_o, h, mask=None):
     return _layer(x, w_q, w_k, w_v, w_o, 1, mask)
 
@@ -593,6 +670,20 @@ register(
                 "The mask was not applied (or mask=None was assumed): put -inf where the mask is "
                 "False, in every sequence and every head, before the softmax.",
             ),
+            Mistake(
+                "mask transposed",
+                _mask_transposed,
+                "Your mask is transposed: mask[i, j] says whether query i (a row of the scores) "
+                "may attend to key j (a column). Use it as given, np.where(mask, scores, -np.inf), "
+                "without .T.",
+            ),
+            Mistake(
+                "residual added",
+                _with_residual,
+                "You added the input x to the output: that residual connection belongs to the "
+                "Transformer block around the layer (x + attention(x)), not to the attention "
+                "layer itself. Return concat @ w_o alone.",
+            ),
         ),
         hint="Give mask the default None: the first check leaves it out. x has a batch axis, so "
         "either loop over its sequences (for seq in x: ...) and reuse your (n, d_model) "
@@ -606,6 +697,9 @@ register(
             "mha_helpers.heads.multi_head_attention",
             "mha_helpers.heads.grouped_query_attention",
             "mha_helpers.attention.scaled_dot_product_attention",
+            "torch.nn.functional.scaled_dot_product_attention",
+            "torch.nn.functional.multi_head_attention_forward",
         ),
+        traits=_full_layer_traits,
     )
 )

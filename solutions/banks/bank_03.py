@@ -64,6 +64,12 @@ register(
                 "768 is the width of the whole model; each of the 12 heads gets a slice.",
             ),
             Mistake(
+                "Q, K and V together",
+                3 * 64,
+                "192 is three heads' worth of features (or one head's Q, K and V together). One "
+                "head is d_model / h = 768 / 12 features wide.",
+            ),
+            Mistake(
                 "number of heads",
                 12,
                 "12 is the number of heads. The question asks for the width of one head: the "
@@ -71,6 +77,7 @@ register(
             ),
         ),
         hint="Each head gets an equal slice of the d_model features: d_head = d_model / h.",
+        extra={"answer_type": "int"},  # a number of features: 64, not 64.0
     )
 )
 
@@ -105,6 +112,18 @@ register(
             ),
             Mistake("interleaved", [1.0, 3.0, 2.0, 4.0], INTERLEAVED_MERGE_HINT),
             Mistake("reversed heads", [3.0, 4.0, 1.0, 2.0], REVERSED_HEADS_HINT),
+            Mistake(
+                "one head only",
+                [1.0, 2.0],
+                "That is only the first head. Concatenation keeps every head: [1, 2] followed by "
+                "[3, 4], four features.",
+            ),
+            Mistake(
+                "heads as rows",
+                [[1.0, 2.0], [3.0, 4.0]],
+                "You stacked the heads as two rows (a (2, 2) array). Concatenation puts them side "
+                "by side in ONE row of 4 features: np.concatenate([o0, o1]).",
+            ),
         ),
         hint="Concatenate first ([1, 2] then [3, 4]); multiplying by the identity changes nothing.",
     )
@@ -175,12 +194,14 @@ def _concat_project_reference(head_outputs, w_o):
 
 
 def _concat_project_cases(rng):
-    """Three cases; the last one has d_model != h * d_head, which is allowed."""
+    """Four cases; the third has d_model != h * d_head, which is allowed, and the last one head
+    (so the verdict can say "right with one head, wrong with several")."""
     cases = []
     sizes = [
         (2, 3, 4, 8),  # h, n, d_head, d_model: the lesson's sizes
         (int(rng.integers(3, 5)), int(rng.integers(2, 6)), int(rng.integers(2, 4)), None),
         (2, int(rng.integers(3, 5)), 3, None),
+        (1, 3, 4, None),  # one head: the order of the axes cannot matter
     ]
     for k, (h, n, d_head, d_model) in enumerate(sizes):
         if d_model is None:
@@ -274,5 +295,6 @@ register(
         "multiply by w_o: (n, h * d_head) @ (h * d_head, d_model) -> (n, d_model). "
         + PLUS_ADDS_ARRAYS,
         forbidden=("mha_helpers.heads.merge_heads", "mha_helpers.heads.multi_head_attention"),
+        traits=lambda head_outputs, w_o: ["several heads"] if len(head_outputs) > 1 else [],
     )
 )

@@ -34,6 +34,9 @@ def _params_cases(rng):
         (768, 12, 12, True),  # BERT-base / GPT-2 small
         (4096, 32, 8, False),  # Llama 3 8B's shape, no biases
         (4544, 71, 1, True),  # Falcon-7B's shape (MQA)
+        # one property at a time from the lesson's layer: no biases, then shared K/V heads
+        (8, 2, 2, False),
+        (8, 2, 1, False),
     ]
     for bias in (True, bool(rng.integers(0, 2))):
         h = int(rng.choice([4, 8, 16]))
@@ -63,6 +66,28 @@ def _params_no_sharing(d_model, num_heads, num_kv_heads, bias):
 def _params_per_head_square(d_model, num_heads, num_kv_heads, bias):
     d_head = d_model // num_heads
     return 4 * num_heads * d_head**2 + (4 * num_heads * d_head if bias else 0)
+
+
+def _params_kv_as_one(d_model, num_heads, num_kv_heads, bias):
+    d_head = d_model // num_heads
+    weights = 2 * d_model * num_heads * d_head + d_model * num_kv_heads * d_head
+    biases = num_heads * d_head + num_kv_heads * d_head + d_model
+    return weights + (biases if bias else 0)
+
+
+def _params_bias_always(d_model, num_heads, num_kv_heads, bias):
+    return _params_reference(d_model, num_heads, num_kv_heads, True)
+
+
+def _params_kv_width_g(d_model, num_heads, num_kv_heads, bias):
+    d_head = d_model // num_heads
+    weights = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads
+    biases = num_heads * d_head + 2 * num_kv_heads + d_model
+    return weights + (biases if bias else 0)
+
+
+def _params_traits(d_model, num_heads, num_kv_heads, bias):
+    return (["bias"] if bias else []) + (["shared kv"] if num_kv_heads < num_heads else [])
 
 
 def _params_four_d_biases(d_model, num_heads, num_kv_heads, bias):
@@ -113,10 +138,29 @@ register(
                 "Your weights are right, but the bias count 4*d_model only holds for standard "
                 "MHA. K's and V's biases have g*d_head entries each.",
             ),
+            Mistake(
+                "K and V as one matrix",
+                _params_kv_as_one,
+                "You counted K and V as one matrix. They are two projections, W_K and W_V, each "
+                "(d_model, num_kv_heads * d_head) with its own bias: count both.",
+            ),
+            Mistake(
+                "biases when bias is False",
+                _params_bias_always,
+                "You counted the biases even when bias is False. Add them only when the bias "
+                "argument is True.",
+            ),
+            Mistake(
+                "K/V width without d_head",
+                _params_kv_width_g,
+                "Your W_K and W_V are num_kv_heads wide. Each KV head is d_head wide, like a "
+                "query head: W_K and W_V are (d_model, num_kv_heads * d_head).",
+            ),
         ),
         hint="Weights: W_Q (d_model, h*d_head), W_K and W_V (d_model, g*d_head), W_O (h*d_head, "
         "d_model); biases: one per output feature of each.",
         forbidden=("mha_helpers.cost.attention_params",),
+        traits=_params_traits,
     )
 )
 
@@ -135,6 +179,7 @@ def _flops_cases(rng):
         (3, 8, 4),
         (n, 64, int(rng.choice([2, 4, 8]))),
         (2 * n + 1, 12, 3),
+        (5, 8, 1),  # the first case with one head: only h changes
     ]
 
 
@@ -152,6 +197,14 @@ def _flops_no_w_o(n, d_model, num_heads):
 
 def _flops_no_weighted_sum(n, d_model, num_heads):
     return 8 * n * d_model**2 + 2 * n**2 * d_model
+
+
+def _flops_one_head(n, d_model, num_heads):
+    return 8 * n * d_model**2 + 4 * n**2 * (d_model // num_heads)
+
+
+def _flops_projection_macs(n, d_model, num_heads):
+    return 4 * n * d_model**2 + 4 * n**2 * d_model
 
 
 def _flops_full_width_heads(n, d_model, num_heads):
@@ -190,8 +243,23 @@ register(
             Mistake(
                 "no weighted sum",
                 _flops_no_weighted_sum,
-                "You counted the scores but not the weighted sum: weights (n x n) times V "
-                "(n x d_head), in every head, costs as much as the scores.",
+                "Your n^2 terms are half of what they should be. Either you counted the scores "
+                "but not the weighted sum (weights (n x n) times V (n x d_head), in every head, "
+                "costs as much as the scores), or you counted the multiply-adds of those two "
+                "products as 1 FLOP each instead of 2.",
+            ),
+            Mistake(
+                "one head's attention",
+                _flops_one_head,
+                "Your n^2 terms are those of one head: the scores and the weighted sum cost "
+                "2 n^2 d_head each in EVERY head, so multiply by h (h * d_head = d_model).",
+            ),
+            Mistake(
+                "projections as multiply-adds",
+                _flops_projection_macs,
+                "Your projections are counted as multiply-adds (n * d_model^2 each): a product "
+                "(a x b)(b x c) costs 2abc FLOPs, so each of the four projections is "
+                "2 n d_model^2.",
             ),
             Mistake(
                 "full-width heads",
@@ -203,6 +271,7 @@ register(
         hint="Add up the matrix products: three projections, scores and weighted sum in every head "
         "(each head has width d_model / h), and W_O; each (a x b)(b x c) product is 2abc FLOPs.",
         forbidden=("mha_helpers.cost.attention_flops",),
+        traits=lambda n, d_model, num_heads: ["several heads"] if num_heads > 1 else [],
     )
 )
 
@@ -242,6 +311,18 @@ register(
                 "can change is the measured time, which is not the same thing.",
             ),
             Mistake(
+                "nothing changes",
+                (False, False, False, False),
+                "d_head = d_model / h halves when h doubles, and every head has its own n x n "
+                "matrix of attention weights, so there are h * n^2 of them.",
+            ),
+            Mistake(
+                "only FLOPs and d_head",
+                (False, True, False, True),
+                "The matrix-product FLOPs do not depend on h (each head does 1/h of the work), "
+                "but the number of attention weights does: h * n^2.",
+            ),
+            Mistake(
                 "d_head fixed",
                 (False, False, True, False),
                 "d_head = d_model / h: doubling h halves each head's width.",
@@ -261,7 +342,8 @@ register(
         points=2,
         kind="value",
         prompt="GPT-2 small (12 heads, d_model 768) processes one sequence of 1024 tokens. How many "
-        "attention weights does one layer compute (all heads)?",
+        "attention weights does one layer compute (all heads)? Count every entry of each head's "
+        "n x n softmax output, the zeros the causal mask puts above the diagonal included.",
         expected=12 * 1024**2,
         mistakes=(
             Mistake(
@@ -280,6 +362,41 @@ register(
                 "That looks like bytes in fp32. The question asks for the number of weights.",
             ),
             Mistake(
+                "fp16 bytes",
+                2 * 12 * 1024**2,
+                "That looks like bytes in fp16 (2 per weight). The question asks for the number "
+                "of weights, not their size in memory.",
+            ),
+            Mistake(
+                "all 12 layers",
+                12 * 12 * 1024**2,
+                "That is all 12 layers of GPT-2 small. The question asks about one layer.",
+            ),
+            Mistake(
+                "in millions",
+                12 * 1024**2 / 1e6,
+                "That is the count in millions, as the lesson's table prints it. Give the number "
+                "itself (12 * 1024**2), not in millions.",
+            ),
+            Mistake(
+                "in millions, rounded",
+                12.6,
+                "That is the count in millions, rounded, as the lesson's table prints it. Give "
+                "the number itself (12 * 1024**2).",
+            ),
+            Mistake(
+                "causal triangle",
+                12 * 1024 * 1025 // 2,
+                "That counts only the causal triangle (the weights a mask leaves non-zero). The "
+                "layer still computes a full n x n matrix in every head.",
+            ),
+            Mistake(
+                "d_head matrices",
+                64 * 1024**2,
+                "You multiplied by d_head = 64. The number of n x n matrices is the number of "
+                "heads, h = 12.",
+            ),
+            Mistake(
                 "n times d_model",
                 1024 * 768,
                 "n x d_model is the size of the layer's input and output, not of its attention "
@@ -287,6 +404,7 @@ register(
             ),
         ),
         hint="Each head compares every one of the n queries with every one of the n keys.",
+        extra={"answer_type": "int"},  # a count
     )
 )
 

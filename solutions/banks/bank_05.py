@@ -29,15 +29,29 @@ def _split(a, heads):
     return a.reshape(n, heads, width // heads).transpose(1, 0, 2)  # (heads, n, d_head)
 
 
-def _attend(q, k, v, scale):
+def _attend(q, k, v, scale, causal=False, axis=-1):
     s = q @ k.transpose(0, 2, 1) * scale  # (h, n, n)
-    s = np.exp(s - s.max(axis=-1, keepdims=True))
-    w = s / s.sum(axis=-1, keepdims=True)  # softmax over keys
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)
+    s = np.exp(s - s.max(axis=axis, keepdims=True))
+    w = s / s.sum(axis=axis, keepdims=True)  # softmax over keys (axis -1)
     return w @ v  # (h, n, d_head)
 
 
 def _gqa_generic(
-    x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, order="repeat", scale=None, project=True
+    x,
+    w_q,
+    w_k,
+    w_v,
+    w_o,
+    num_heads,
+    num_kv_heads,
+    order="repeat",
+    scale=None,
+    project=True,
+    causal=False,
+    axis=-1,
+    bare_merge=False,
 ):
     x, w_q, w_k, w_v, w_o = (np.asarray(a, dtype=float) for a in (x, w_q, w_k, w_v, w_o))
     n, d_model = x.shape
@@ -50,8 +64,11 @@ def _gqa_generic(
         k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # (h, n, d_head)
     else:
         k, v = np.tile(k, (group, 1, 1)), np.tile(v, (group, 1, 1))  # wrong order
-    out = _attend(q, k, v, 1 / np.sqrt(d_head) if scale is None else scale)
-    concat = out.transpose(1, 0, 2).reshape(n, num_heads * d_head)  # (n, h * d_head)
+    out = _attend(q, k, v, 1 / np.sqrt(d_head) if scale is None else scale, causal, axis)
+    if bare_merge:
+        concat = out.reshape(n, num_heads * d_head)  # same shape, tokens scrambled
+    else:
+        concat = out.transpose(1, 0, 2).reshape(n, num_heads * d_head)  # (n, h * d_head)
     return concat @ w_o if project else concat
 
 
@@ -69,6 +86,7 @@ def _gqa_cases(rng):
         (3, 8, 4, 1),
         (int(rng.integers(2, 6)), 16, 8, 4),
         (4, 6, 3, 3),
+        (3, 8, 1, 1),  # one head (and one KV head)
     ]:
         d_head = d_model // h
         x = rng.normal(size=(n, d_model))  # (n, d_model)
@@ -95,6 +113,21 @@ def _gqa_no_scale(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
 
 def _gqa_no_projection(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     return _gqa_generic(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, project=False)
+
+
+def _gqa_slip(**kwargs):
+    def wrong(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+        return _gqa_generic(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, **kwargs)
+
+    return wrong
+
+
+def _gqa_traits(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    return (
+        (["several heads"] if num_heads > 1 else [])
+        + (["shared kv"] if num_kv_heads < num_heads else [])
+        + (["groups"] if 1 < num_kv_heads < num_heads else [])
+    )
 
 
 register(
@@ -132,6 +165,25 @@ register(
                 _gqa_no_projection,
                 "You concatenated the heads but did not multiply by w_o.",
             ),
+            Mistake(
+                "bare reshape merge",
+                _gqa_slip(bare_merge=True),
+                "Right shape, scrambled tokens: you merged the heads' outputs (h, n, d_head) with "
+                "a bare reshape to (n, h * d_head), which mixes rows of different tokens. "
+                "Transpose to (n, h, d_head) first, then reshape.",
+            ),
+            Mistake(
+                "causal mask",
+                _gqa_slip(causal=True),
+                "You applied a causal mask. This question's gqa is plain self-attention over all "
+                "n tokens, with no mask: every query may attend to every key.",
+            ),
+            Mistake(
+                "softmax over queries",
+                _gqa_slip(axis=-2),
+                "Your softmax runs over the query axis: each query's weights must sum to 1 over "
+                "the keys, so normalise over the last axis (axis=-1) of the (h, n, n) scores.",
+            ),
         ),
         hint="Project, split Q into num_heads heads and K, V into num_kv_heads heads, repeat each KV "
         "head for its group (np.repeat, axis 0), attend per head with scale 1/sqrt(d_head), "
@@ -139,7 +191,9 @@ register(
         forbidden=(
             "mha_helpers.heads.grouped_query_attention",
             "mha_helpers.heads.multi_head_attention",
+            "torch.nn.functional.scaled_dot_product_attention",
         ),
+        traits=_gqa_traits,
     )
 )
 
@@ -189,6 +243,14 @@ def _pool_first_head(w, num_heads, num_kv_heads):
     return heads[:, :, 0].reshape(d_model, num_kv_heads * d_head)
 
 
+def _pool_last_head(w, num_heads, num_kv_heads):
+    w = np.asarray(w, dtype=float)
+    d_model, width = w.shape
+    d_head, group = width // num_heads, num_heads // num_kv_heads
+    heads = w.reshape(d_model, num_kv_heads, group, d_head)
+    return heads[:, :, -1].reshape(d_model, num_kv_heads * d_head)
+
+
 def _pool_rows(w, num_heads, num_kv_heads):
     w = np.asarray(w, dtype=float)
     return w.reshape(w.shape[0], num_heads, -1).mean(axis=1)  # one head's width, all heads mixed
@@ -222,8 +284,14 @@ register(
             Mistake(
                 "first head",
                 _pool_first_head,
-                "You kept the first head of each group. The conversion averages all heads of the "
-                "group, so every head contributes.",
+                "You kept one head of each group (its first). The conversion averages all heads "
+                "of the group, so every head contributes.",
+            ),
+            Mistake(
+                "last head",
+                _pool_last_head,
+                "You kept one head of each group (its last). The conversion averages all heads "
+                "of the group, so every head contributes.",
             ),
             Mistake(
                 "all heads into one",
@@ -234,6 +302,10 @@ register(
         ),
         hint="Head k owns columns k*d_head ... (k+1)*d_head - 1, and group j is heads j*group ... "
         "(j+1)*group - 1: reshape to (d_model, num_kv_heads, group, d_head), mean over axis 2.",
+        traits=lambda w, num_heads, num_kv_heads: (
+            (["shared kv"] if num_kv_heads < num_heads else [])
+            + (["groups"] if 1 < num_kv_heads < num_heads else [])
+        ),
     )
 )
 
@@ -303,6 +375,34 @@ def _cache_query_heads(
     return 2 * num_layers * num_heads * d_head * bytes_per_element * seq_len * batch
 
 
+def _cache_gib(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return (
+        _cache_reference(
+            num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+        )
+        / 2**30
+    )
+
+
+def _cache_gb(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return (
+        _cache_reference(
+            num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+        )
+        / 1e9
+    )
+
+
+def _cache_bits(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return 8 * _cache_reference(
+        num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
+    )
+
+
+def _cache_traits(num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch):
+    return (["not one byte"] if bytes_per_element != 1 else []) + (["batch"] if batch > 1 else [])
+
+
 def _cache_group_size(
     num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, batch
 ):
@@ -360,10 +460,29 @@ register(
                 "You used the group size, num_heads // num_kv_heads (query heads per KV head), "
                 "where the number of KV heads belongs. The cache holds num_kv_heads heads.",
             ),
+            Mistake(
+                "GiB",
+                _cache_gib,
+                "Your answer is in GiB (divided by 2**30). The function returns bytes, a whole "
+                "number; convert to GiB only when you print it.",
+            ),
+            Mistake(
+                "GB",
+                _cache_gb,
+                "Your answer is in GB (divided by 10**9). The function returns bytes, a whole "
+                "number; convert only when you print it.",
+            ),
+            Mistake(
+                "bits",
+                _cache_bits,
+                "Your answer is 8 times too large: that is bits. bytes_per_element is already "
+                "in bytes.",
+            ),
         ),
         hint="Per token and layer the cache holds num_kv_heads * d_head numbers for K and as many for "
         "V; multiply by layers, tokens, sequences and bytes_per_element.",
         forbidden=("mha_helpers.cost.kv_cache_bytes",),
+        traits=_cache_traits,
     )
 )
 
@@ -385,7 +504,12 @@ register(
                 "That is the answer with 64 KV heads, one per query head. Llama 2 70B shares "
                 "8 KV heads among its 64 query heads.",
             ),
-            Mistake("K only", 64, "Twice too many: the cache holds both keys and values."),
+            Mistake(
+                "K only",
+                64,
+                "Twice too many: the cache holds both keys and values (or: you counted numbers, "
+                "and fp16 stores 2 bytes per number).",
+            ),
             Mistake("fp32", 16, "That is for 4-byte numbers. fp16 uses 2 bytes per number."),
             Mistake(
                 "GB",
@@ -393,8 +517,21 @@ register(
                 "That is for 40 GB = 40 * 10**9 bytes. The budget is 40 GiB = 40 * 2**30 bytes.",
             ),
             Mistake("one layer", 2560, "Every one of the 80 layers keeps its own cache."),
+            Mistake(
+                "bytes of one sequence",
+                2 * 80 * 8 * 128 * 2 * 4096,
+                "That is the size of one sequence's cache in bytes (1.25 GiB). The question asks "
+                "how many sequences fit: divide the budget by it.",
+            ),
+            Mistake(
+                "GiB of one sequence",
+                1.25,
+                "That is one sequence's cache in GiB. The question asks how many sequences fit "
+                "in 40 GiB: divide 40 GiB by it.",
+            ),
         ),
         hint="One sequence needs 2 * 80 * 8 * 128 * 2 * 4096 bytes; divide the budget by that and "
         "round down.",
+        extra={"answer_type": "int"},  # a whole number of sequences
     )
 )

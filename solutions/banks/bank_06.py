@@ -57,6 +57,8 @@ def _weights(q, k, mask="before"):
     allowed = causal_mask(q.shape[0])  # (n, n)
     if mask == "before":
         scores = np.where(allowed, scores, -np.inf)
+    elif mask == "zero":
+        scores = np.where(allowed, scores, 0.0)
     scores = scores - scores.max(axis=1, keepdims=True)
     e = np.exp(scores)
     w = e / e.sum(axis=1, keepdims=True)  # (n, n)
@@ -64,7 +66,7 @@ def _weights(q, k, mask="before"):
 
 
 def _backward_variant(
-    q, k, v, d_out, *, row_sum=True, scale=True, mask="before", dv_t=True, dk_t=True
+    q, k, v, d_out, *, row_sum=True, scale=True, mask="before", dv_t=True, dk_t=True, swap=False
 ):
     w = _weights(q, k, mask)  # (n, n)
     d_w = d_out @ v.T  # (n, n)
@@ -74,6 +76,8 @@ def _backward_variant(
         d_s = d_s / np.sqrt(q.shape[1])
     d_q = d_s @ k  # (n, d_k)
     d_k = d_s.T @ q if dk_t else d_s @ q  # (n, d_k)
+    if swap:
+        d_q, d_k = d_k, d_q
     return d_q, d_k, d_v
 
 
@@ -126,6 +130,20 @@ register(
                 lambda q, k, v, d: _backward_variant(q, k, v, d, dk_t=False),
                 "scores = q @ k.T, so d_k = d_scores.T @ q (rows of d_scores are queries), not "
                 "d_scores @ q.",
+            ),
+            Mistake(
+                "mask filled with 0",
+                lambda q, k, v, d: _backward_variant(q, k, v, d, mask="zero"),
+                "You filled the blocked scores with 0 instead of -inf, so future keys still get "
+                "weight (exp(0) = 1). Recompute the weights as the forward pass did: -inf above "
+                "the diagonal, before the softmax.",
+            ),
+            Mistake(
+                "d_q and d_k swapped",
+                lambda q, k, v, d: _backward_variant(q, k, v, d, swap=True),
+                "Your d_q and d_k are swapped: d_q = d_scores @ k (each query collects from the "
+                "keys in its row) and d_k = d_scores.T @ q. Return them in the order (d_q, d_k, "
+                "d_v).",
             ),
         ),
         hint="Recompute the weights, then go backward: d_weights = d_out @ v.T, d_v = weights.T @ "
@@ -213,6 +231,13 @@ register(
                 "should mean 'all of its attention, every time'.",
             ),
             Mistake(
+                "averaged over heads",
+                lambda w: _roles_variant(w).mean(axis=0),
+                "You averaged over the heads too, which leaves two numbers for the whole layer. "
+                "The roles are per head: average over the batch and the positions only (axes 0 "
+                "and 2), keeping one row per head, (h, 2).",
+            ),
+            Mistake(
                 "columns swapped",
                 lambda w: _roles_variant(w, swapped=True),
                 "Right numbers, swapped columns: column 0 is the previous-token score "
@@ -222,6 +247,10 @@ register(
         hint="With t = np.arange(2, n): weights[:, :, t, t - 1] and weights[:, :, t, 0] are "
         "(batch, h, n - 2); average each over axes 0 and 2 and stack them as columns.",
         forbidden=("mha_helpers.tasks.role_scores", "mha_helpers.tasks.head_roles"),
+        traits=lambda weights: (
+            (["several heads"] if weights.shape[1] > 1 else [])
+            + (["batch"] if weights.shape[0] > 1 else [])
+        ),
     )
 )
 
@@ -247,6 +276,18 @@ register(
                 ("previous", "first"),
                 "That is the opposite assignment. Measure this model: which head has the larger "
                 "mean attention on t - 1? Roles differ from seed to seed.",
+            ),
+            Mistake(
+                "both previous",
+                ("previous", "previous"),
+                "The two heads took different roles: compare the two columns of each head's row "
+                "and name each head by its larger score, then check which head has which.",
+            ),
+            Mistake(
+                "both first",
+                ("first", "first"),
+                "The two heads took different roles: compare the two columns of each head's row "
+                "and name each head by its larger score, then check which head has which.",
             ),
         ),
         hint="Apply measure_roles to weights7 and name each head by its larger score: column 0 is "
@@ -290,6 +331,25 @@ def _remove_width_h(w_o, head, num_heads):
     return out
 
 
+def _remove_next_head(w_o, head, num_heads):
+    out = np.array(w_o, dtype=float)
+    d_head = out.shape[0] // num_heads
+    out[(head + 1) * d_head : (head + 2) * d_head] = 0.0
+    return out
+
+
+def _keep_only_head(w_o, head, num_heads):
+    out = np.zeros_like(np.asarray(w_o, dtype=float))
+    d_head = out.shape[0] // num_heads
+    out[head * d_head : (head + 1) * d_head] = np.asarray(w_o)[head * d_head : (head + 1) * d_head]
+    return out
+
+
+def _delete_rows(w_o, head, num_heads):
+    d_head = np.shape(w_o)[0] // num_heads
+    return np.delete(np.asarray(w_o, dtype=float), np.s_[head * d_head : (head + 1) * d_head], 0)
+
+
 def _remove_interleaved(w_o, head, num_heads):
     out = np.array(w_o, dtype=float)
     out[head::num_heads] = 0.0
@@ -324,6 +384,24 @@ register(
                 _remove_interleaved,
                 "Head i owns a contiguous block of rows, [i * d_head, (i + 1) * d_head), not every "
                 "num_heads-th row (lesson 02: reshape to (n, h, d_head), then transpose).",
+            ),
+            Mistake(
+                "the next head",
+                _remove_next_head,
+                "You cleared the block after the right one: head i's rows start at i * d_head "
+                "(head 0 owns rows 0 .. d_head - 1), so count heads from 0.",
+            ),
+            Mistake(
+                "kept only that head",
+                _keep_only_head,
+                "You kept only that head's rows and cleared all the others: the opposite. Clear "
+                "head i's rows and keep every other head's.",
+            ),
+            Mistake(
+                "rows deleted",
+                _delete_rows,
+                "You deleted the rows, so w_o no longer fits the concatenated heads "
+                "(h * d_head features). Keep the shape and set the head's rows to 0.",
             ),
         ),
         hint="d_head = w_o.shape[0] // num_heads; copy w_o, then set rows head * d_head up to "

@@ -61,6 +61,11 @@ register(
                 "The course's function keeps one matrix per head.",
             ),
             Mistake(
+                "heads before the batch",
+                [4, 2, 5, 7],
+                "The batch axis comes first, then the heads: (batch, h, n_q, n_k).",
+            ),
+            Mistake(
                 "no batch axis",
                 [4, 5, 7],
                 "One matrix per head for each query token and key token, and all of that once per "
@@ -90,7 +95,8 @@ def _padding_causal_cases(rng):
     lengths = rng.integers(1, n + 1, size=batch)
     lengths[0] = n  # one sequence without padding
     lengths[1] = int(rng.integers(1, n - 1))  # and one with at least two padding tokens
-    return [(np.array([4, 2]), 4), (np.array([3, 1, 5]), 5), (lengths, n)]
+    # and one without any padding (only the causal part matters there)
+    return [(np.array([4, 2]), 4), (np.array([3, 1, 5]), 5), (lengths, n), (np.array([4, 4]), 4)]
 
 
 def _pcm_parts(lengths, n):
@@ -194,6 +200,7 @@ register(
         ),
         hint="Build key_valid = np.arange(n) < lengths[:, None] (batch, n) and the causal mask "
         "np.tril(np.ones((n, n), bool)) (n, n), then combine: causal[None] & key_valid[:, None, :].",
+        traits=lambda lengths, n: ["padding"] if np.any(np.asarray(lengths) < n) else [],
     )
 )
 
@@ -212,7 +219,7 @@ def _key_padding_cases(rng):
     and a random decoder's mask."""
     cross_valid = np.arange(5) < np.array([5, 3, 1])[:, None]  # (batch, n_k) source lengths
     cross = np.broadcast_to(cross_valid[:, None, :], (3, 3, 5)).copy()  # (batch, n_q=3, n_k=5)
-    _, _, (lengths, n) = _padding_causal_cases(rng)
+    _, _, (lengths, n), _ = _padding_causal_cases(rng)
     return [
         (_padding_causal_reference(np.array([4, 2]), 4),),
         (cross,),
@@ -230,6 +237,16 @@ def _kpm_wrong_axis(mask):
 
 def _kpm_all(mask):
     return ~np.asarray(mask).all(axis=-2)
+
+
+def _kpm_batch_axis(mask):
+    return ~np.asarray(mask).any(axis=0)  # (n_q, n_k): reduced over the sequences
+
+
+def _kpm_traits(mask):
+    m = np.asarray(mask)
+    causal = bool(np.any(~m & m.any(axis=-2, keepdims=True)))  # a real key hidden from some query
+    return (["rectangular"] if m.shape[-1] != m.shape[-2] else []) + (["mask"] if causal else [])
 
 
 def _kpm_whole_mask(mask):
@@ -264,7 +281,8 @@ register(
                 "all instead of any",
                 _kpm_all,
                 "With a causal mask even a real key is hidden from the queries before it, so "
-                "'not every query may attend' marks real tokens as padding. A key is padding when "
+                "'not every query may attend' (or 'the first query may not attend', reading "
+                "only the first row) marks real tokens as padding. A key is padding when "
                 "NO query may attend to it: use any over the queries, then invert.",
             ),
             Mistake(
@@ -273,9 +291,16 @@ register(
                 "That is a (batch, n_q, n_k) attn_mask. PyTorch's key_padding_mask has one flag "
                 "per key: shape (batch, n_k).",
             ),
+            Mistake(
+                "batch axis",
+                _kpm_batch_axis,
+                "You reduced over axis 0, the sequences of the batch. Each sequence has its own "
+                "padding: reduce over the query axis, -2, keeping (batch, n_k).",
+            ),
         ),
         hint="A key is padding when no query may attend to it: look down each column (axis -2) with "
         "any, then invert, since PyTorch marks padding with True.",
+        traits=_kpm_traits,
         forbidden=(
             "mha_helpers.pytorch.to_pytorch_key_padding_mask",
             "mha_helpers.pytorch.to_pytorch_attn_mask",
@@ -389,7 +414,8 @@ register(
         assignment=ASSIGNMENT,
         points=1,
         kind="value",
-        prompt="Which call of torch.nn.MultiheadAttention(d_model, h, batch_first=True), loaded with "
+        prompt="Which call of torch.nn.MultiheadAttention(d_model, h, bias=False, batch_first=True), "
+        "loaded with "
         "the course's weights, computes the course's layer with mask = causal[None] & "
         "key_valid[:, None, :]? Answer with one letter, a to d (the options are in the notebook).",
         expected="b",

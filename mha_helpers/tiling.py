@@ -1,0 +1,197 @@
+"""Attention without the score matrix: FlashAttention's tiled forward pass, in NumPy.
+
+Lesson 08. :func:`tiled_attention` walks the keys and values in blocks of ``block_size`` and
+keeps, for every query, three running quantities: the largest score seen so far ``m``, the sum
+of ``exp(score - m)`` so far ``ell``, and the output so far ``acc`` (a weighted sum of values, not
+yet divided by ``ell``). :func:`online_softmax_update` folds one block into them. At no time does
+it hold more than ``n_q x block_size`` scores, yet the result is exact attention, the same as
+:func:`mha_helpers.scaled_dot_product_attention` up to float round-off (Dao et al. 2022,
+"FlashAttention", arXiv 2205.14135, §3.1 and Algorithm 1).
+
+:func:`attention_io` counts what the two algorithms move between slow memory (HBM) and fast
+on-chip memory (SRAM), following the paper's Algorithm 0 (standard attention) and Algorithm 1.
+
+>>> rng = np.random.default_rng(0)
+>>> q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(10, 4)), rng.normal(size=(10, 2))
+>>> from mha_helpers import scaled_dot_product_attention
+>>> np.allclose(tiled_attention(q, k, v, block_size=4), scaled_dot_product_attention(q, k, v)[0])
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .shapes import _fmt, as_float_array, check_mask, positive_int
+
+__all__ = ["online_softmax_update", "tiled_attention", "attention_io"]
+
+
+def online_softmax_update(m, ell, acc, scores, v_block):
+    """Fold one block of scores and values into the running softmax state; return the new state.
+
+    Parameters
+    ----------
+    m : (..., n_q) the largest score seen so far in each row (``-inf`` before the first block)
+    ell : (..., n_q) the sum of ``exp(score - m)`` over the keys seen so far
+    acc : (..., n_q, d_v) the sum of ``exp(score - m) * value`` over the keys seen so far
+    scores : (..., n_q, b) this block's scaled scores (``-inf`` where masked)
+    v_block : (..., b, d_v) this block's values
+
+    Returns ``(m_new, ell_new, acc_new)``. Both old sums were taken relative to the old maximum;
+    after the block the maximum may be larger, so they are multiplied once by
+    ``exp(m - m_new)`` (at most 1) before the block's own terms are added. Dividing ``acc`` by
+    ``ell`` after the last block gives the attention output.
+
+    A row whose keys so far are all masked keeps ``m = -inf``, ``ell = 0`` and ``acc = 0``.
+
+    >>> m, ell, acc = np.array([-np.inf]), np.zeros(1), np.zeros((1, 1))
+    >>> m, ell, acc = online_softmax_update(m, ell, acc, np.array([[0.0]]), np.array([[1.0]]))
+    >>> m, ell, acc = online_softmax_update(m, ell, acc, np.array([[np.log(3.0)]]), np.array([[5.0]]))
+    >>> (acc / ell[..., None]).item()             # (1 * 1 + 3 * 5) / (1 + 3)
+    4.0
+    """
+    m_new = np.maximum(m, scores.max(axis=-1))  # (..., n_q)
+    # A row with nothing allowed yet has m_new = -inf; shift it by 0 instead, so that
+    # exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
+    shift = np.where(np.isneginf(m_new), 0.0, m_new)  # (..., n_q)
+    rescale = np.exp(m - shift)  # (..., n_q): exp(m_old - m_new) <= 1
+    p = np.exp(scores - shift[..., None])  # (..., n_q, b): every entry <= 1
+    ell_new = rescale * ell + p.sum(axis=-1)  # (..., n_q)
+    acc_new = rescale[..., None] * acc + p @ v_block  # (..., n_q, d_v)
+    return m_new, ell_new, acc_new
+
+
+def tiled_attention(q, k, v, *, block_size: int = 64, mask=None) -> np.ndarray:
+    """Exact attention ``softmax(q k^T / sqrt(d_k)) v``, computed block by block over the keys.
+
+    Parameters
+    ----------
+    q : (..., n_q, d_k) queries
+    k : (..., n_k, d_k) keys
+    v : (..., n_k, d_v) values
+    block_size : keys (and values) per block; the last block may be shorter
+    mask : optional boolean array broadcastable to (..., n_q, n_k); True = may attend (the
+        course's polarity, as in :func:`mha_helpers.scaled_dot_product_attention`)
+
+    Returns the output, ``(..., n_q, d_v)``: the same numbers as
+    ``scaled_dot_product_attention(q, k, v, mask)[0]`` up to round-off. The attention weights
+    are never formed: per head, at most ``n_q x block_size`` scores exist at any time.
+
+    >>> q = k = v = np.eye(3)
+    >>> tiled_attention(q, k, v, block_size=2).shape
+    (3, 3)
+    """
+    block_size = positive_int(block_size, "block_size", " of keys per block")
+    q = as_float_array(q, "q")
+    k = as_float_array(k, "k")
+    v = as_float_array(v, "v")
+    for name, arr, axes in (
+        ("q", q, "(n_q, d_k)"),
+        ("k", k, "(n_k, d_k)"),
+        ("v", v, "(n_k, d_v)"),
+    ):
+        if arr.ndim < 2:
+            raise ValueError(
+                f"{name} has shape {_fmt(arr.shape)}, expected {axes} (with any leading batch or "
+                f"head axes); a single token is written as shape (1, d)"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has shape {_fmt(q.shape)} and k has shape {_fmt(k.shape)}: queries and keys must "
+            f"have the same width d_k to take dot products (q.shape[-1] == k.shape[-1])"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k has shape {_fmt(k.shape)} and v has shape {_fmt(v.shape)}: there must be one "
+            f"value per key (k.shape[-2] == v.shape[-2])"
+        )
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"q, k and v have leading (batch or head) axes {_fmt(q.shape[:-2])}, "
+            f"{_fmt(k.shape[:-2])} and {_fmt(v.shape[:-2])}, which do not broadcast together"
+        ) from None
+    n_q, d_k = q.shape[-2:]
+    n_k, d_v = v.shape[-2:]
+    dtype = np.result_type(q, k, v)
+    if mask is not None:
+        mask = check_mask(mask, n_q, n_k)
+        if not mask.any(axis=-1).all():
+            raise ValueError(
+                "mask blocks every key for at least one query (a row of the mask is all False); "
+                "the softmax of that row would be NaN. Each query must be allowed to attend to "
+                "at least one key"
+            )
+        # A view (no copy) with one column per key, so it can be sliced block by block.
+        mask = np.broadcast_to(mask, mask.shape[:-2] + (mask.shape[-2], n_k))
+        try:
+            batch = np.broadcast_shapes(batch, mask.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"mask has shape {_fmt(mask.shape)}, whose leading axes do not broadcast with "
+                f"those of q, k and v, {_fmt(batch)}"
+            ) from None
+
+    q = q * np.asarray(1.0 / math.sqrt(d_k), dtype=dtype)  # (..., n_q, d_k), scaled once
+    m = np.full(batch + (n_q,), -np.inf, dtype=dtype)  # (..., n_q): running max
+    ell = np.zeros(batch + (n_q,), dtype=dtype)  # (..., n_q): running sum of exp
+    acc = np.zeros(batch + (n_q, d_v), dtype=dtype)  # (..., n_q, d_v): running output
+    for start in range(0, n_k, block_size):  # the last block may be shorter: range covers it
+        stop = min(start + block_size, n_k)
+        scores = q @ k[..., start:stop, :].swapaxes(-1, -2)  # (..., n_q, b), b <= block_size
+        if mask is not None:
+            scores = np.where(mask[..., start:stop], scores, np.asarray(-np.inf, dtype=dtype))
+        m, ell, acc = online_softmax_update(m, ell, acc, scores, v[..., start:stop, :])
+    return acc / ell[..., None]  # (..., n_q, d_v)
+
+
+def attention_io(n, d, sram_elements, algorithm="standard") -> dict:
+    """Numbers moved between HBM and SRAM by one head's attention forward pass, by what they are.
+
+    ``n`` tokens, head width ``d``, on-chip memory of ``sram_elements`` numbers (the paper's M).
+    Counts follow Dao et al. 2022 (arXiv 2205.14135):
+
+    * ``"standard"`` (Algorithm 0): read Q, K, write S = Q K^T (n x n); read S, write
+      P = softmax(S); read P and V, write O. Total ``4 n d + 4 n^2``: Theta(n d + n^2).
+    * ``"tiled"`` (Algorithm 1): blocks of ``B_c = ceil(M / 4d)`` keys and
+      ``B_r = min(B_c, d)`` queries. K and V are read once; for each of the
+      ``T_c = ceil(n / B_c)`` key blocks, all of Q is read, O is read and written and the
+      running max and sum (m, l) are read and written. Total ``2 n d + T_c (3 n d + 4 n)``:
+      Theta(n^2 d^2 / M).
+
+    Returns a dict of element counts by item (e.g. ``"S and P"``, ``"Q"``) plus ``"total"``;
+    multiply by the bytes per element for bytes.
+
+    >>> attention_io(1024, 64, 96 * 1024)["total"] == 4 * 1024 * 64 + 4 * 1024**2
+    True
+    """
+    n = positive_int(n, "n", " of tokens")
+    d = positive_int(d, "d", " (head width)")
+    sram = positive_int(sram_elements, "sram_elements")
+    if algorithm == "standard":
+        out = {
+            "Q, K, V read": 3 * n * d,
+            "O written": n * d,
+            "S and P (n x n)": 4 * n * n,  # S written, S read, P written, P read
+        }
+    elif algorithm == "tiled":
+        b_c = math.ceil(sram / (4 * d))
+        if b_c < 1 or sram < 4 * d:
+            raise ValueError(
+                f"sram_elements={sram} is too small for d={d}: a block of keys, values, queries "
+                f"and outputs needs at least 4 d = {4 * d} numbers of fast memory"
+            )
+        t_c = math.ceil(n / b_c)
+        out = {
+            "Q, K, V read": 2 * n * d + t_c * n * d,  # K, V once; Q once per key block
+            "O read and written": t_c * 2 * n * d,  # once per key block
+            "m and l": t_c * 4 * n,  # running max and sum, read and written per key block
+        }
+    else:
+        raise ValueError(f"algorithm must be 'standard' or 'tiled', got {algorithm!r}")
+    out["total"] = sum(out.values())
+    return out

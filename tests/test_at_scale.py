@@ -1,0 +1,191 @@
+"""Lesson 08's other helpers: latent attention (MLA), sliding windows, the decode roofline.
+
+MLA's absorbed form (the latent cache only) must equal its unabsorbed form (every head's keys
+and values built), and a step-by-step decode from the latent cache must equal the full pass.
+A rolling-buffer cache must give what sliding-window attention over the whole sequence gives.
+The roofline numbers must follow from the formulas written out independently here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_helpers import (
+    H100_SXM,
+    MODEL_CONFIGS,
+    RollingKVCache,
+    causal_mask,
+    mla_attention,
+    mla_attention_from_cache,
+    mla_cache_elements,
+    mla_latent_cache,
+    mla_weights,
+    receptive_field,
+    roofline_time,
+    rope,
+    scaled_dot_product_attention,
+    sink_window_mask,
+    sliding_window_mask,
+    step_cost,
+)
+from mha_helpers.cost import decoder_params
+
+
+@pytest.mark.parametrize(
+    "seed, n, d_model, h, d_head, d_c, d_r", [(0, 6, 16, 4, 4, 8, 4), (1, 9, 12, 3, 5, 6, 2)]
+)
+def test_mla_absorbed_and_unabsorbed_forms_agree(seed, n, d_model, h, d_head, d_c, d_r):
+    rng = np.random.default_rng(seed)
+    w = mla_weights(rng, d_model, h, d_head, d_c, d_r)
+    x = rng.normal(size=(n, d_model))
+    for mask in (None, causal_mask(n)):
+        full = mla_attention(x, w, h, mask=mask)
+        absorbed = mla_attention(x, w, h, mask=mask, absorbed=True)
+        assert full.shape == (n, d_model)
+        np.testing.assert_allclose(absorbed, full, rtol=1e-10, atol=1e-12)
+
+
+def test_mla_is_multi_head_attention_on_reconstructed_keys_and_values():
+    """Written out independently: build each head's K and V from the latent, attend, project."""
+    rng = np.random.default_rng(2)
+    n, d_model, h, d_head, d_c, d_r = 5, 8, 2, 3, 4, 2
+    w = mla_weights(rng, d_model, h, d_head, d_c, d_r)
+    x = rng.normal(size=(n, d_model))
+    pos = np.arange(n)
+    c = x @ w["w_dkv"]
+    k_r = rope(x @ w["w_kr"], pos)
+    heads = []
+    for i in range(h):
+        cols = slice(i * d_head, (i + 1) * d_head)
+        rcols = slice(i * d_r, (i + 1) * d_r)
+        q = np.concatenate([x @ w["w_q"][:, cols], rope(x @ w["w_qr"][:, rcols], pos)], axis=1)
+        k = np.concatenate([c @ w["w_uk"][:, cols], k_r], axis=1)
+        out, _ = scaled_dot_product_attention(q, k, c @ w["w_uv"][:, cols], causal_mask(n))
+        heads.append(out)
+    expected = np.concatenate(heads, axis=1) @ w["w_o"]
+    np.testing.assert_allclose(mla_attention(x, w, h, mask=causal_mask(n)), expected, rtol=1e-12)
+
+
+def test_mla_decodes_token_by_token_from_the_latent_cache():
+    rng = np.random.default_rng(3)
+    n, d_model, h = 7, 16, 4
+    w = mla_weights(rng, d_model, h, 4, 8, 4)
+    x = rng.normal(size=(n, d_model))
+    full = mla_attention(x, w, h, mask=causal_mask(n))
+    c, k_r = mla_latent_cache(x, w)
+    assert c.shape == (n, 8) and k_r.shape == (n, 4)
+    for t in range(n):
+        step = mla_attention_from_cache(
+            x[t : t + 1], np.array([t]), (c[: t + 1], k_r[: t + 1]), w, h
+        )
+        np.testing.assert_allclose(step, full[t : t + 1], rtol=1e-10, atol=1e-12)
+
+
+def test_rope_scores_depend_only_on_the_distance():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(1, 6)), rng.normal(size=(1, 6))
+    s = [rope(a, np.array([p])) @ rope(b, np.array([p + 3])).T for p in (0, 5, 40)]
+    np.testing.assert_allclose(s[1], s[0])
+    np.testing.assert_allclose(s[2], s[0])
+    np.testing.assert_allclose(np.linalg.norm(rope(a, np.array([7]))), np.linalg.norm(a))
+    with pytest.raises(ValueError, match="even"):
+        rope(np.ones((2, 3)), np.arange(2))
+
+
+def test_mla_refuses_mismatched_weights():
+    rng = np.random.default_rng(5)
+    w = mla_weights(rng, 8, 2, 3, 4, 2)
+    w["w_uv"] = w["w_uv"][:, :-1]
+    with pytest.raises(ValueError, match="w_uv has shape"):
+        mla_attention(rng.normal(size=(3, 8)), w, 2)
+    with pytest.raises(ValueError, match="missing"):
+        mla_attention(rng.normal(size=(3, 8)), {"w_q": w["w_q"]}, 2)
+
+
+def test_deepseek_v2_cache_per_token():
+    ds = MODEL_CONFIGS["DeepSeek-V2"]
+    assert (
+        mla_cache_elements(512, 64, ds.num_layers)
+        == (512 + 64) * 60
+        == ds.kv_cache_bytes_per_token(1)
+    )
+
+
+def test_sliding_window_mask_and_sinks():
+    n, window = 7, 3
+    mask = sliding_window_mask(n, window)
+    for i in range(n):
+        assert [j for j in range(n) if mask[i, j]] == list(range(max(0, i - window + 1), i + 1))
+    assert np.array_equal(sliding_window_mask(n, n), causal_mask(n))
+    sinks = sink_window_mask(n, 2, 1)
+    assert (
+        sinks[:, 0].all()
+        and sinks[6].sum() == 3
+        and np.array_equal(sink_window_mask(n, 2, 0), sliding_window_mask(n, 2))
+    )
+    with pytest.raises(ValueError, match="window"):
+        sliding_window_mask(4, 0)
+
+
+@pytest.mark.parametrize("n, window, layers", [(20, 3, 5), (40, 4, 12), (9, 9, 2)])
+def test_receptive_field_grows_by_window_minus_one_per_layer(n, window, layers):
+    field = receptive_field(n, window, layers)
+    for depth in range(1, layers + 1):
+        expected = np.minimum(np.arange(n), depth * (window - 1)) + 1
+        assert np.array_equal(field[depth - 1], expected)
+
+
+@pytest.mark.parametrize("sinks", [0, 2])
+def test_rolling_buffer_decode_equals_window_attention(sinks):
+    rng = np.random.default_rng(7)
+    n, window, d = 17, 4, 3
+    q, k, v = rng.normal(size=(n, d)), rng.normal(size=(n, d)), rng.normal(size=(n, 2))
+    expected, _ = scaled_dot_product_attention(q, k, v, sink_window_mask(n, window, sinks))
+    cache = RollingKVCache(window, d, 2, sinks=sinks)
+    for t in range(n):
+        cache.append(k[t], v[t])
+        held = cache.filled()
+        assert held.sum() == min(t + 1, window + sinks)
+        assert cache.keys.shape == (window + sinks, d)  # fixed memory, however long the stream
+        out, _ = scaled_dot_product_attention(q[t : t + 1], cache.keys[held], cache.values[held])
+        np.testing.assert_allclose(out[0], expected[t], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"expected \(3,\)"):
+        cache.append(np.ones(2), np.ones(2))
+
+
+def test_decode_step_of_llama_2_7b_by_hand():
+    c = MODEL_CONFIGS["Llama 2 7B"]
+    params = decoder_params(4096, 32, 32, 32, 128, 11008, 32000)
+    matrices = params - 32000 * 4096
+    per_token = 2 * 32 * 32 * 128 * 2  # K and V, layers, heads, d_head, fp16
+    for batch, context in [(1, 1), (8, 4096), (3, 100)]:
+        s = step_cost(c, 11008, 32000, batch=batch, context=context)
+        assert s["weight_bytes"] == 2 * matrices
+        assert s["cache_read_bytes"] == batch * context * per_token
+        assert s["cache_write_bytes"] == batch * per_token
+        assert s["flops"] == 2 * matrices * batch + 4 * 32 * 32 * 128 * (context + 1) * batch
+    one = step_cost(c, 11008, 32000, context=1)
+    assert 3.9e-3 < roofline_time(one["flops"], one["bytes"])["time"] < 4.0e-3  # about 4 ms
+
+
+def test_prefill_is_compute_bound_and_decode_memory_bound_on_the_h100():
+    c = MODEL_CONFIGS["Llama 2 7B"]
+    prefill = step_cost(c, 11008, 32000, new_tokens=2048)
+    decode = step_cost(c, 11008, 32000, context=2048)
+    ridge = H100_SXM["peak_flops"] / H100_SXM["bandwidth"]
+    assert prefill["intensity"] > ridge > decode["intensity"]
+    assert roofline_time(prefill["flops"], prefill["bytes"])["bound"] == "compute"
+    assert roofline_time(decode["flops"], decode["bytes"])["bound"] == "memory"
+    # Prefill's causal attention: query t meets t + 1 keys, 2048 * 2049 / 2 pairs.
+    assert prefill["attention_flops"] == 4 * 32 * 32 * 128 * 2048 * 2049 // 2
+
+
+def test_a_sliding_window_caps_the_cache_read():
+    m = MODEL_CONFIGS["Mistral 7B"]
+    short, long = (step_cost(m, 14336, 32000, context=s)["cache_read_bytes"] for s in (4096, 32768))
+    assert short == long == m.cache_bytes(4096)
+    with pytest.raises(ValueError, match="MLA"):
+        step_cost(MODEL_CONFIGS["DeepSeek-V2"], 1, 1)
+    with pytest.raises(ValueError, match="context"):
+        step_cost(m, 14336, 32000, context=-1)
