@@ -465,28 +465,44 @@ def _classes():
                     layout=W.Layout(width=_CONTROL_WIDTH),
                 ),
                 # Lesson 08: MLA's latent (d_c + d_h^R numbers per token and layer) and a
-                # sliding window, side by side in one row to keep the explorer short.
+                # sliding window. Each shares a row with a short menu (d_head, bytes), so the
+                # explorer is no taller than before and still fits a laptop screen.
                 "latent_dim": W.Dropdown(
                     options=_with_value(KV_LATENTS, int(latent_dim)),
                     value=int(latent_dim),
                     description="latent",
                     style={"description_width": "44px"},
-                    layout=W.Layout(width="178px"),
+                    layout=W.Layout(width="198px"),
                 ),
                 "window": W.Dropdown(
                     options=_with_value(KV_WINDOWS, int(window)),
                     value=int(window),
                     description="window",
-                    style={"description_width": "52px"},
-                    layout=W.Layout(width="150px"),
+                    style={"description_width": "50px"},
+                    layout=W.Layout(width="138px"),
                 ),
             }
+            controls["d_head"].layout.width = "140px"
+            controls["d_head"].style.description_width = "50px"
+            controls["bytes_per_element"].layout.width = "200px"
+            controls["bytes_per_element"].style.description_width = "40px"
             self.models_table = _html(width="100%")
             self.summary.layout = W.Layout(flex="1 1 300px", min_width="0")
             # The controls in a column beside the headline sizes; the real models below.
-            *main, latent, window_control = controls.values()
-            pair = W.HBox([latent, window_control], layout=W.Layout(width=_CONTROL_WIDTH))
-            left = _column(self.preset, *main, self.kind_buttons, pair, width=_CONTROL_WIDTH)
+            c = controls
+            left = _column(
+                self.preset,
+                c["num_layers"],
+                c["num_heads"],
+                c["num_kv_heads"],
+                W.HBox([c["d_head"], c["latent_dim"]], layout=W.Layout(width=_CONTROL_WIDTH)),
+                c["seq_len"],
+                W.HBox(
+                    [c["bytes_per_element"], c["window"]], layout=W.Layout(width=_CONTROL_WIDTH)
+                ),
+                self.kind_buttons,
+                width=_CONTROL_WIDTH,
+            )
             super().__init__(children=[_row(left, self.summary), self.models_table])
             self.add_class("mha-kv-cache-explorer")
             self._setup(controls)

@@ -39,7 +39,7 @@ KV_DTYPES = (
 )
 # Multi-head latent attention (lesson 08): numbers cached per token and layer, d_c + d_h^R.
 KV_LATENTS = (
-    ("none (K, V heads)", 0),
+    ("none", 0),
     ("256", 256),
     ("576 (DeepSeek-V2)", 576),
     ("1,024", 1024),
