@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 LAB_STAMP  := $(VENV)/.installed-lab
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-lab lab test notebooks release check-solutions bench screenshots site clean
+.PHONY: install install-lab lab test test-generic notebooks release check-solutions bench screenshots site clean
 
 define make_venv
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "The course needs Python 3.10 or newer; found " + sys.version.split()[0])'
@@ -37,13 +37,27 @@ install: $(TEST_STAMP)
 # JupyterLab refuses to start as root unless told to (containers, some cloud machines).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
-## Open the first lesson in JupyterLab.
+## Open the first lesson in JupyterLab. The server's default URL is lesson 00, so the URL it
+## prints (where no browser opens, copy it into one) and the page a browser opens are lesson 00.
+FIRST_LESSON := notebooks/00_start_here.ipynb
 lab: install-lab
-	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" \
+		--LabApp.default_url=/lab/tree/$(FIRST_LESSON)
 
 ## Run every test: unit tests, the browser tests, the wheel, ruff, and every notebook through nbval.
 test: install
 	$(BIN)/python -m pytest
+
+## The drift checks and every lesson and solution again, on the generic kernels every processor
+## has (NumPy's dispatched SIMD features off, OpenBLAS's most basic kernel), as a machine without
+## AVX-512 or AVX2 would compute them: the stored numbers must hold there too.
+GENERIC_CORETYPE := $(if $(filter aarch64 arm64,$(shell uname -m)),ARMV8,Prescott)
+test-generic: install
+	@features="$$($(BIN)/python -c 'import numpy._core._multiarray_umath as m; print(" ".join(f for f in m.__cpu_dispatch__ if m.__cpu_features__.get(f)))')"; \
+	echo "generic kernels: OPENBLAS_CORETYPE=$(GENERIC_CORETYPE) NPY_DISABLE_CPU_FEATURES=\"$$features\""; \
+	OPENBLAS_CORETYPE=$(GENERIC_CORETYPE) NPY_DISABLE_CPU_FEATURES="$$features" \
+		$(BIN)/python -m pytest -p no:cacheprovider tests/test_release.py notebooks solutions \
+		-k "not fresh_exercise"
 
 ## Re-execute lessons and solutions in fresh kernels and store them (the only way outputs change).
 notebooks: install

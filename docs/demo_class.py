@@ -99,7 +99,7 @@ with zipfile.ZipFile(dl / "adamsfay_1006_5006_my_work.zip", "w") as z:
 put("zhangwei_300001_5008_03.ipynb", nb())  # two students called Zhang Wei
 put(
     "zhangwei_LATE_300002_5009_03.ipynb",
-    nb(dict(RIGHT, q03_identity_output="identity_output = joined")),
+    nb(dict(RIGHT, q03_concat_vs_average='concat_vs_average = "a"')),
 )
 put("mullerkai_1010_5010_03.ipynb", nb())
 put(
@@ -207,9 +207,13 @@ run(
 )
 run(
     f"mha-course grade {dl}/okaforben_1002_5002_03_concatenate_and_project.ipynb "
-    f"--out {DEMO}/gradebook.csv --feedback {DEMO}/feedback 2>/dev/null | head -2",
+    f"--out {DEMO}/gradebook.csv --feedback {DEMO}/feedback 2>/dev/null",
     show="mha-course grade ~/class/canvas_download/okaforben_1002_5002_03_concatenate_and_project.ipynb "
-    "--out ~/class/gradebook.csv --feedback ~/class/feedback | head -2",
+    "--out ~/class/gradebook.csv --feedback ~/class/feedback",
+)
+run(
+    f"ls {DEMO}/feedback/03_concatenate_and_project/ | grep -i okafor",
+    show="ls ~/class/feedback/03_concatenate_and_project/ | grep -i okafor",
 )
 run(
     f"grep 1002 {DEMO}/gradebook.csv",
@@ -227,7 +231,7 @@ run(f"cat {DEMO}/canvas_import.csv", show="cat ~/class/canvas_import.csv")
 run(f"ls {md}", show="ls ~/class/moodle_download")
 run(
     f"mha-course grade {md} --roster {DEMO}/moodle_worksheet.csv --late-factor 0.9 "
-    f"--out {DEMO}/moodle_gradebook.csv --jobs 2 --timeout 30 2>/dev/null | grep -v '^  q03'",
+    f"--out {DEMO}/moodle_gradebook.csv --jobs 2 --timeout 30 2>/dev/null",
     show="mha-course grade ~/class/moodle_download --roster ~/class/moodle_worksheet.csv "
     "--late-factor 0.9 --out ~/class/moodle_gradebook.csv --jobs 2 --timeout 30",
 )

@@ -35,40 +35,47 @@ from contextlib import contextmanager
 from functools import lru_cache
 
 from . import explorers
+from .a11y import control_labeller
 from .cost import MODEL_CONFIGS
-from .explorers import (
-    _MUTED,
+from .explorers.common import MUTED, esc, render_message_html
+from .explorers.cost import (
     COST_D_MODEL_MAX,
     COST_D_MODEL_MIN,
     COST_D_MODEL_STEP,
     COST_H_MAX,
     COST_NS,
-    D_MODEL_MAX,
-    D_MODEL_MIN,
-    D_MODEL_STEP,
-    H_MAX,
+    cost_view,
+    render_cost_html,
+)
+from .explorers.kv_cache import (
     KV_CONTEXTS,
     KV_D_HEADS,
     KV_DTYPES,
     KV_MAX_HEADS,
     KV_MAX_LAYERS,
-    N_MAX,
-    N_MIN,
-    _esc,
     _gqa_kv_heads,
     _label,
-    cost_view,
     kv_cache_view,
     menu_choice,
     menu_models,
-    render_cost_html,
+    render_kv_cache_html,
+    render_kv_cache_summary_html,
+    render_kv_cache_table_html,
+)
+from .explorers.shape import (
+    D_MODEL_MAX,
+    D_MODEL_MIN,
+    D_MODEL_STEP,
+    DIAGRAM_MAX_VH,
+    H_MAX,
+    N_MAX,
+    N_MIN,
+    render_counts_html,
     render_d_head_html,
     render_diagram_html,
     render_heatmaps_html,
-    render_kv_cache_html,
-    render_message_html,
-    render_shape_body_html,
     render_shape_html,
+    render_shape_table_html,
     shape_view,
 )
 
@@ -94,7 +101,12 @@ def _widgets():
     return ipywidgets
 
 
-_SLIDER_STYLE = {"description_width": "90px"}
+_SLIDER_STYLE = {"description_width": "88px"}
+# The explorers' layout (issue 26): on a 1366 x 768 laptop the sliders and everything they change
+# stay in view together. Controls are one narrow column (or one row) beside or above the
+# pictures; the layer diagram is scaled to the window's height; tables are compact.
+_CONTROL_WIDTH = "340px"
+KV_TABLE_MAX_VH = 34  # the real models' table scrolls beyond this share of the window's height
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -155,7 +167,13 @@ class _Explorer:
 
     def _retire(self) -> None:
         """Close this explorer's widgets (a newer one of the same kind takes over its id)."""
-        for widget in (*self.children, self):
+
+        def descendants(widget):
+            for child in getattr(widget, "children", ()):
+                yield from descendants(child)
+            yield widget
+
+        for widget in (*self.controls.values(), *descendants(self)):
             widget.close()
 
     def _setup(self, controls: dict):
@@ -164,7 +182,10 @@ class _Explorer:
         self.update_count = 0
         # Holds the style rule that hides this explorer's picture while the live widget is shown.
         self._picture_style = _html(display="none")
-        self.children = (*self.children, self._picture_style)
+        labeller = control_labeller()  # names the slider handles for screen readers
+        extra = (self._picture_style,) if labeller is None else (self._picture_style, labeller)
+        self.children = (*self.children, *extra)
+        self.add_class("mha-explorer")
         for control in controls.values():
             control.observe(self._on_change, names="value")
 
@@ -226,7 +247,7 @@ class _Explorer:
             ),
             "text/html": (
                 f'<div class="mha-static-explorer"{marker}>'
-                f'<div style="font-size:11px;color:{_MUTED}">A picture of the {_esc(self.title.lower())}'
+                f'<div style="font-size:11px;{MUTED}">A picture of the {esc(self.title.lower())}'
                 f"'s last state. Run this cell to make its sliders live again.</div>"
                 f"{picture}</div>"
             ),
@@ -266,7 +287,7 @@ def _html(value="", **layout):
     return W.HTML(value=value, layout=W.Layout(**layout) if layout else W.Layout())
 
 
-def _int_slider(description, value, lo, hi, step=1, tooltip=""):
+def _int_slider(description, value, lo, hi, step=1, tooltip="", width=_CONTROL_WIDTH):
     W = _widgets()
     return W.IntSlider(
         value=value,
@@ -277,8 +298,24 @@ def _int_slider(description, value, lo, hi, step=1, tooltip=""):
         description_allow_html=False,
         continuous_update=True,
         style=_SLIDER_STYLE,
-        tooltip=tooltip,
-        layout=W.Layout(width="480px"),
+        tooltip=tooltip or description,
+        layout=W.Layout(width=width),
+    )
+
+
+def _row(*children, **layout):
+    """Side by side where there is room, wrapping onto the next line where there is not."""
+    W = _widgets()
+    return W.HBox(
+        list(children),
+        layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%", **layout),
+    )
+
+
+def _column(*children, width):
+    W = _widgets()
+    return W.VBox(
+        list(children), layout=W.Layout(width=width, flex="0 0 auto", margin="0 24px 8px 0")
     )
 
 
@@ -295,9 +332,10 @@ def _classes():
         def __init__(self, d_model=8, h=2, n=3):
             self.d_head_label = _html()
             self.message = _html()
-            self.diagram = _html()  # the layer's block diagram, redrawn as the sliders move
-            self.body = _html()
-            self.heatmaps = _html()
+            self.counts = _html()  # parameters and FLOPs
+            self.diagram = _html(flex="1 1 300px", min_width="0")  # redrawn as the sliders move
+            self.body = _html(flex="0 1 auto", margin="0 24px 8px 0")  # the shape table
+            self.heatmaps = _html(flex="1 1 250px", min_width="0")
             controls = {
                 "d_model": _int_slider(
                     "d_model",
@@ -310,16 +348,16 @@ def _classes():
                 "h": _int_slider("h", h, 1, H_MAX, 1, "number of heads"),
                 "n": _int_slider("n", n, N_MIN, N_MAX, 1, "number of tokens"),
             }
-            super().__init__(
-                children=[
-                    *controls.values(),
-                    self.d_head_label,
-                    self.message,
-                    self.diagram,
-                    self.body,
-                    self.heatmaps,
-                ]
+            # Sliders, d_head and the counts in a column beside the diagram; the shape table
+            # beside the heatmaps below (each pair one above the other in a narrow window).
+            left = _column(
+                *controls.values(),
+                self.d_head_label,
+                self.message,
+                self.counts,
+                width=_CONTROL_WIDTH,
             )
+            super().__init__(children=[_row(left, self.diagram), _row(self.body, self.heatmaps)])
             self.add_class("mha-shape-explorer")
             self._setup(controls)
             self.refresh()
@@ -332,9 +370,10 @@ def _classes():
             for child, value in (
                 (self.d_head_label, render_d_head_html(view)),
                 (self.message, render_message_html(view.message)),
-                (self.diagram, render_diagram_html(view)),
-                (self.body, render_shape_body_html(view)),
-                (self.heatmaps, render_heatmaps_html(view)),
+                (self.counts, render_counts_html(view)),
+                (self.diagram, render_diagram_html(view, max_height_vh=DIAGRAM_MAX_VH)),
+                (self.body, render_shape_table_html(view)),
+                (self.heatmaps, render_heatmaps_html(view, scroll=True)),
             ):
                 if child.value != value:
                     child.value = value
@@ -369,19 +408,21 @@ def _classes():
                 value="",
                 description="load model",
                 style=_SLIDER_STYLE,
-                layout=W.Layout(width="480px"),
+                layout=W.Layout(width=_CONTROL_WIDTH),
             )
             self.kind_buttons = W.ToggleButtons(
                 options=["MHA", "GQA", "MQA"],
                 value=None,
                 description="sharing",
-                style=_SLIDER_STYLE,
+                style={**_SLIDER_STYLE, "button_width": "72px"},
+                layout=W.Layout(width=_CONTROL_WIDTH),
                 tooltips=[
                     "one KV head per query head",
                     "a few KV heads (8 when possible)",
                     "a single KV head",
                 ],
             )
+            self.kind_buttons.add_class("widget-inline-hbox")  # its label beside the buttons
             d_heads = sorted(set(KV_D_HEADS) | {int(d_head)})
             contexts = sorted(set(KV_CONTEXTS) | {int(seq_len)})
             controls = {
@@ -393,7 +434,7 @@ def _classes():
                     value=int(d_head),
                     description="d_head",
                     style=_SLIDER_STYLE,
-                    layout=W.Layout(width="480px"),
+                    layout=W.Layout(width=_CONTROL_WIDTH),
                 ),
                 "seq_len": W.SelectionSlider(
                     options=contexts,
@@ -401,19 +442,21 @@ def _classes():
                     description="context",
                     style=_SLIDER_STYLE,
                     continuous_update=True,
-                    layout=W.Layout(width="480px"),
+                    layout=W.Layout(width=_CONTROL_WIDTH),
                 ),
                 "bytes_per_element": W.Dropdown(
                     options=list(KV_DTYPES),
                     value=bytes_per_element,
                     description="bytes",
                     style=_SLIDER_STYLE,
-                    layout=W.Layout(width="480px"),
+                    layout=W.Layout(width=_CONTROL_WIDTH),
                 ),
             }
-            super().__init__(
-                children=[self.preset, *controls.values(), self.kind_buttons, self.summary]
-            )
+            self.models_table = _html(width="100%")
+            self.summary.layout = W.Layout(flex="1 1 300px", min_width="0")
+            # The controls in a column beside the headline sizes; the real models below.
+            left = _column(self.preset, *controls.values(), self.kind_buttons, width=_CONTROL_WIDTH)
+            super().__init__(children=[_row(left, self.summary), self.models_table])
             self.add_class("mha-kv-cache-explorer")
             self._setup(controls)
             self.preset.observe(self._load_preset, names="value")
@@ -452,7 +495,10 @@ def _classes():
             return kv_cache_view(**values)
 
         def _show(self, view):
-            self.summary.value = render_kv_cache_html(view, include_settings=False)
+            self.summary.value = render_kv_cache_summary_html(view)
+            table = render_kv_cache_table_html(view, max_height_vh=KV_TABLE_MAX_VH)
+            if self.models_table.value != table:
+                self.models_table.value = table
             # Keep the sharing buttons and the model menu truthful without triggering them.
             kind = view.kind if view.ok else None
             if self.kind_buttons.value != kind:
@@ -491,10 +537,15 @@ def _classes():
                     description="n",
                     style=_SLIDER_STYLE,
                     continuous_update=True,
-                    layout=W.Layout(width="480px"),
+                    layout=W.Layout(width=_CONTROL_WIDTH),
                 ),
             }
-            super().__init__(children=[*controls.values(), self.summary])
+            # The three sliders in one row above the two tables (they wrap in a narrow window).
+            sliders = _row(*controls.values())
+            for control in controls.values():
+                control.layout.width = "290px"
+                control.layout.margin = "0 12px 4px 0"
+            super().__init__(children=[sliders, self.summary])
             self.add_class("mha-cost-explorer")
             self._setup(controls)
             self.refresh()

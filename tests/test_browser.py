@@ -470,6 +470,156 @@ def test_kv_cache_explorer_in_jupyterlab(page, lab):
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# Layout, contrast and keyboard (issue 26)
+# ---------------------------------------------------------------------------------------------
+
+LAPTOP = {"width": 1366, "height": 768}  # a common laptop screen
+EXPLORERS = {
+    "02_heads.ipynb": (".mha-shape-explorer", ("d_model", "h", "n")),
+    "04_cost.ipynb": (".mha-cost-explorer", ("d_model", "h", "n")),
+    "05_variants.ipynb": (
+        ".mha-kv-cache-explorer",
+        ("layers", "query heads", "KV heads", "context"),
+    ),
+}
+THEMES_SETTINGS = "@jupyterlab/apputils-extension/themes.jupyterlab-settings"
+
+
+def _use_theme(lab: Lab, theme: str) -> None:
+    """JupyterLab reads the user settings when a page loads: light (the default) or dark."""
+    path = lab.root.parent / "user-settings" / THEMES_SETTINGS
+    if theme == "dark":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"theme": "JupyterLab Dark"}')
+    else:
+        path.unlink(missing_ok=True)
+
+
+# WCAG 2 contrast of every piece of visible text inside an element, computed in the page: the
+# text colour (times the opacity of it and its ancestors) over the first opaque background
+# behind it. axe-core's color-contrast rule would be the tool of choice, but in JupyterLab it
+# checks nothing inside a notebook (measured: 0 nodes of the explorers, light or dark), so the
+# same formula is applied here; tests/test_site.py runs axe-core itself on the website.
+_CONTRAST_JS = """
+root => {
+  const parse = c => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const lum = ([r, g, b]) => { const f = v => { v /= 255;
+    return v <= 0.04045 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const over = (top, under) => { const a = top[3];
+    return [0, 1, 2].map(i => top[i] * a + under[i] * (1 - a)).concat([1]); };
+  const background = el => { const layers = [];
+    for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
+    let bg = [255, 255, 255, 1];
+    for (const c of layers.reverse()) bg = over(c, bg);
+    return bg; };
+  const opacity = el => { let o = 1;
+    for (let e = el; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity);
+    return o; };
+  const out = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+    if (!t.textContent.trim()) continue;
+    const el = t.parentElement; const r = el.getBoundingClientRect();
+    const cs = getComputedStyle(el);
+    if (!r.width || !r.height || cs.visibility !== 'visible' || el.closest('svg')) continue;
+    const bg = background(el); const fg = parse(cs.color); fg[3] *= opacity(el);
+    const shown = over(fg, bg);
+    const [hi, lo] = [lum(shown), lum(bg)].sort((a, b) => b - a);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    const size = parseFloat(cs.fontSize); const bold = Number(cs.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need) out.push(`${t.textContent.trim().slice(0, 40)}: ${ratio.toFixed(2)} < ${need}`);
+  }
+  return out;
+}
+"""
+
+
+def _low_contrast_text(explorer) -> list[str]:
+    return explorer.evaluate(_CONTRAST_JS)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_explorers_fit_a_laptop_screen_with_readable_text(browser, lab, theme, request):
+    """At 1366 x 768 (file browser open, as `make lab` starts), each explorer at its defaults
+    fits in the notebook's visible height, so the sliders and everything they change are in view
+    together; its text passes axe-core's contrast rule in JupyterLab's light and dark themes."""
+    _use_theme(lab, theme)
+    page = browser.new_page(viewport=LAPTOP)
+    page.set_default_timeout(30_000)
+    heights = {}
+    try:
+        for notebook, (selector, _) in EXPLORERS.items():
+            _open(page, lab, notebook)
+            body_class = page.evaluate("document.body.dataset.jpThemeLight")
+            assert body_class == ("false" if theme == "dark" else "true"), "theme not applied"
+            explorer = _run_all(page, selector)
+            page.wait_for_timeout(500)
+            explorer.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.mouse.move(0, 0)
+            box = explorer.bounding_box()
+            panel = page.locator(".jp-NotebookPanel-notebook >> visible=true").first.bounding_box()
+            heights[notebook] = round(box["height"])
+            assert box["width"] <= panel["width"], f"{notebook}: wider than the notebook"
+            assert box["height"] <= panel["height"], (
+                f"{notebook}: the explorer is {box['height']:.0f} px tall; the notebook shows "
+                f"{panel['height']:.0f} px at {LAPTOP['width']}x{LAPTOP['height']}"
+            )
+            # Nothing inside is cut off at the right: no part of the explorer scrolls sideways
+            # except the heatmap strip and the models' table, which say so to assistive tech.
+            clipped = explorer.evaluate(
+                """e => [...e.querySelectorAll('.widget-html-content > *')]
+                     .filter(x => x.scrollWidth > x.parentElement.clientWidth + 1)
+                     .map(x => x.className || x.tagName)"""
+            )
+            assert not clipped, f"{notebook}: content wider than its box: {clipped}"
+            assert _low_contrast_text(explorer) == [], f"{notebook} ({theme} theme)"
+            if request.config.getoption("verbose") > 0:
+                print(
+                    f"{theme}: {notebook} explorer {box['height']:.0f} px of {panel['height']:.0f}"
+                )
+    finally:
+        _use_theme(lab, "light")
+        page.close()
+    assert set(heights) == set(EXPLORERS)
+
+
+def test_explorer_sliders_are_labelled_reachable_and_movable_by_keyboard(page, lab):
+    """Each slider handle has its visible label as its accessible name (what a screen reader
+    announces), the Tab key goes from one slider to the next, and the arrow keys move it."""
+    from playwright.sync_api import expect
+
+    for notebook, (selector, sliders) in EXPLORERS.items():
+        _open(page, lab, notebook)
+        explorer = _run_all(page, selector)
+        for name in sliders:
+            handle = explorer.get_by_role("slider", name=name, exact=True)
+            expect(handle).to_have_count(1)
+        first = explorer.get_by_role("slider", name=sliders[0], exact=True)
+        first.focus()
+        # Tab reaches the next slider (its value box, which can be typed into, comes first).
+        for _ in range(3):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement.getAttribute('aria-label')") == sliders[1]:
+                break
+        assert page.evaluate("document.activeElement.getAttribute('aria-label')") == sliders[1]
+        before = page.evaluate("document.activeElement.getAttribute('aria-valuenow')")
+        page.keyboard.press("ArrowRight")
+        expect(explorer.get_by_role("slider", name=sliders[1], exact=True)).not_to_have_attribute(
+            "aria-valuenow", before
+        )
+        page.keyboard.press("ArrowLeft")
+        expect(explorer.get_by_role("slider", name=sliders[1], exact=True)).to_have_attribute(
+            "aria-valuenow", before
+        )
+        assert "Traceback" not in explorer.inner_text()
+
+
 def _screenshot(page, explorer) -> None:
     """The README's picture: JupyterLab with the shape explorer at its defaults, live."""
     folder = Path(os.environ.get("MHA_SCREENSHOTS_DIR") or ARTIFACTS)

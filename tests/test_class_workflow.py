@@ -274,7 +274,7 @@ def test_a_batch_with_a_bad_row_exits_1_and_lists_it(tmp_path, capsys):
     (tmp_path / "subs" / "bob" / "x.ipynb").write_text("{not json")
     rc = grade(tmp_path / "subs", "--out", tmp_path / "gb.csv")
     out = capsys.readouterr().out
-    assert rc == 1 and "bob (?): not-json" in out
+    assert rc == 1 and f"bob ({A03}): not-json" in out  # counted as its download's assignment
 
 
 def test_the_summary_gives_per_question_statistics(tmp_path, capsys):

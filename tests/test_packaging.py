@@ -21,7 +21,7 @@ else:  # Python 3.10: the test extra installs tomli
     import tomli as tomllib
 
 # What a learner's path imports (lessons, explorers, self-checks): the whole install for learners.
-LEARNER_SET = {"numpy", "matplotlib", "ipywidgets"}
+LEARNER_SET = {"numpy", "matplotlib", "ipywidgets", "anywidget"}
 EXTRAS = {"lab", "instructor", "test", "site"}  # site: the website (make site, tests/test_site.py)
 
 
@@ -109,7 +109,7 @@ def test_every_package_the_course_imports_is_declared_for_learners_or_instructor
 
     dists_of = metadata.packages_distributions()
     declared = wheelhouse.closure(
-        ["numpy", "matplotlib", "ipywidgets", "nbformat", "nbclient", "ipykernel"]
+        ["numpy", "matplotlib", "ipywidgets", "anywidget", "nbformat", "nbclient", "ipykernel"]
     )
     missing = {}
     for path in sorted((ROOT / "mha_helpers").rglob("*.py")):

@@ -244,7 +244,9 @@ def test_release_check_passes_on_generic_kernels():
     env = dict(
         os.environ,
         OPENBLAS_CORETYPE="Prescott",
-        NPY_DISABLE_CPU_FEATURES=" ".join(umath.__cpu_dispatch__),
+        NPY_DISABLE_CPU_FEATURES=" ".join(
+            f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)
+        ),
     )
     out = subprocess.run(
         [sys.executable, "-m", "mha_helpers.cli", "release", "--check", "--course", str(ROOT)],
@@ -458,3 +460,13 @@ def test_fresh_exercise_runs_and_every_check_says_not_attempted(path, tmp_path):
             assert text.get(q.grade_id, "").startswith(f"{q.grade_id}: not attempted yet"), (
                 text.get(q.grade_id)
             )
+
+
+def test_ci_runs_the_drift_checks_and_the_notebooks_again_on_generic_kernels():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "\nmake test-generic\n" in ci
+    target = (ROOT / "Makefile").read_text().split("\ntest-generic:", 1)[1].split("\n\n", 1)[0]
+    for needed in ("OPENBLAS_CORETYPE=", "NPY_DISABLE_CPU_FEATURES=", "__cpu_dispatch__"):
+        assert needed in target, needed
+    for part in ("tests/test_release.py", "notebooks", "solutions"):
+        assert part in target, part

@@ -141,6 +141,10 @@ def test_a_canvas_roster_gives_names_missing_rows_and_flags_strangers(tmp_path, 
     assert "strangerdan [4242]" in out and "Okafor, Ben [1006]" in out
     assert (fb / A03 / "muller-kai_1005.md").read_text().startswith("# Feedback for Müller, Kai")
     assert "Points Possible" not in {r["student"] for r in rows.values()}
+    # Regrading one file without the roster keeps the roster's name, in both places.
+    assert grade(dl / "mullerkai_1005_9005_03-1.ipynb", "--out", gb, "--feedback", fb) == 0
+    assert {r["student"] for r in table(gb) if r["student_id"] == "1005"} == {"Müller, Kai"}
+    assert sorted(p.name for p in (fb / A03).glob("*1005.md")) == ["muller-kai_1005.md"]
 
 
 MOODLE_HEADER = (
@@ -293,13 +297,23 @@ def test_a_notebook_uploaded_to_the_wrong_assignment(tmp_path, capsys):
     put(dl, "okaforben_1006_9007_03.ipynb", make_notebook())
     other = nbformat.read(ROOT / "exercises" / "02_heads.ipynb", as_version=4)
     put(dl, "zhangwei_300001_9002_03.ipynb", other)  # exercise 02, handed in for 03
+    (dl / "mullerkai_1005_9004_03.ipynb").write_text("{not json")  # broken, handed in for 03
+    roster = tmp_path / "canvas_export.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     gb = tmp_path / "gb.csv"
-    assert grade(dl, "--out", gb) == 1
+    assert grade(dl, "--out", gb, "--roster", roster) == 1
     rows = {(r["student_id"], r["assignment"]): r for r in table(gb)}
     assert rows[("300001", "02_heads")]["status"] == "ok"
     assert "graded as 02_heads" in rows[("300001", "02_heads")]["notes"]
     missing = rows[("300001", A03)]
     assert missing["status"] == "missing" and "is 02_heads" in missing["notes"]
+    broken = rows[("1005", A03)]  # the broken file fills the row of its download's assignment
+    assert broken["status"] == "not-json" and broken["score"] == "0"
+    # The roster's missing rows are for the download's assignment only, not for 02.
+    assert {k for k, r in rows.items() if r["status"] == "missing"} == {
+        ("300001", A03),
+        ("300002", A03),
+    }
 
 
 def test_manual_scores_by_student_id_from_a_semicolon_csv_refresh_the_feedback(tmp_path, capsys):

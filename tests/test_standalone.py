@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions", "exercises")
 ALL_NOTEBOOKS = [p for f in FOLDERS for p in sorted((ROOT / f).glob("*.ipynb"))]
 REPOSITORY = repository_url(ROOT)
-LEARNER_SET = ("numpy", "matplotlib", "ipywidgets")
+LEARNER_SET = ("numpy", "matplotlib", "ipywidgets", "anywidget")
 
 
 def _id(path: Path) -> str:

@@ -39,6 +39,7 @@ from mha_helpers.widgets import (
     update_timings,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -117,12 +118,24 @@ def test_flops_are_split_into_projections_and_attention():
     assert v.flops["total"] == f["total"]
 
 
+def test_the_example_and_the_code_are_lesson_02s():
+    """The heatmaps label the lesson's own sentence, and the code column writes the scaling."""
+    nb = nbformat.read(ROOT / "notebooks" / "02_heads.ipynb", as_version=4)
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    words = re.search(r"^tokens = \[([^\]]*)\]", source, flags=re.M)
+    assert words, "lesson 02 no longer defines its example tokens on one line"
+    lesson_tokens = tuple(re.findall(r'"([^"]+)"', words.group(1)))
+    assert W.TOKENS[: len(lesson_tokens)] == lesson_tokens
+    codes = {s.step.split(":")[0]: s.code for s in shape_view(8, 2, 3).steps}
+    assert codes["scores per head"] == "qh @ kh.swapaxes(-1, -2) / np.sqrt(d_head)"
+
+
 def test_heatmap_example_is_seeded_labelled_and_row_stochastic():
     a, b = shape_view(8, 2, 3), shape_view(8, 2, 3)
     np.testing.assert_array_equal(a.weights, b.weights)
     assert a.weights.shape == (2, 3, 3)
     np.testing.assert_allclose(a.weights.sum(axis=-1), 1.0)
-    assert a.tokens == ("the", "cat", "sat")
+    assert a.tokens == ("cats", "chase", "mice")
     assert not np.allclose(a.weights[0], a.weights[1]), "two heads should attend differently"
 
 
@@ -167,7 +180,7 @@ def test_shape_explorer_sliders_and_defaults():
     body = text(ex.body.value)
     assert "(3, 8)" in body and "(2, 3, 4)" in body and "(2, 3, 3)" in body
     assert "(2, 4, 4)" not in body
-    assert "288" in text(ex.body.value)  # 4 * 8^2 + 4 * 8 parameters
+    assert "288" in text(ex.counts.value)  # 4 * 8^2 + 4 * 8 parameters
     assert heads_drawn(ex.heatmaps.value) == ["head 0", "head 1"]
 
 
@@ -187,7 +200,7 @@ def test_moving_sliders_updates_what_is_shown_and_recovers():
     ex.controls["n"].value = 6
     body = text(ex.body.value)
     assert "(3, 6, 6)" in body and "(6, 12)" in body
-    assert '"the cat sat on a warm"' in text(ex.heatmaps.value)
+    assert '"cats chase mice that steal the"' in text(ex.heatmaps.value)
 
 
 def test_redraws_replace_rather_than_pile_up():
@@ -228,7 +241,7 @@ def test_static_rendering_for_viewers_without_widgets():
     assert WIDGET_VIEW not in picture and WIDGET_VIEW in view  # two outputs: picture, then widget
     html = picture["text/html"]
     assert "d_head = 4" in text(html) and "(2, 3, 4)" in text(html) and "head 1" in text(html)
-    assert '"the cat sat"' in text(html)
+    assert '"cats chase mice"' in text(html)
     assert "Run this cell to make its sliders live again" in text(html)
     assert not re.search(r"0x[0-9a-f]+|IPY_MODEL|[0-9a-f]{32}", html)
     assert picture["text/plain"].startswith("Shape explorer at d_model = 8, h = 2, n = 3.")
@@ -337,7 +350,7 @@ def test_kv_cache_models_are_the_fact_sheet_models_that_generate():
 
 def test_encoder_only_models_are_not_in_the_table_and_the_note_says_why():
     ex = kv_cache_explorer()
-    shown = text(ex.summary.value)
+    shown = text(ex.models_table.value)
     table = shown.split("Configurations from")[0]
     for name in ("BERT-base", "BERT-large", "ViT-B/16"):
         assert name not in table

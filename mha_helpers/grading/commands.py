@@ -87,6 +87,7 @@ def _grade_command(args) -> int:
     t0 = time.perf_counter()
     rows: list = []
     layouts: list = []
+    expected_assignments: set = set()
     if paths:
         collection = collect(paths)
         layouts = collection.layouts
@@ -111,7 +112,7 @@ def _grade_command(args) -> int:
             )
         finally:
             collection.close()
-        extra = expected_missing(rows, subs, templates)
+        extra, expected_assignments = expected_missing(rows, subs, templates)
         rows = [r for r in rows if r["status"] != "superseded"] + extra
         if roster is not None:  # the roster gives every student's missing rows by assignment
             rows = [
@@ -138,10 +139,9 @@ def _grade_command(args) -> int:
         )
     factor = 1.0 if late_factor is None else late_factor
     new_records = [_record(gb, r, factor) for r in rows]
-    records, counts = gb.merge_rows(new_records, old_records, manual_ids)
+    records, counts = gb.merge_rows(new_records, old_records, manual_ids, keep_names=roster is None)
     if roster is not None:
-        graded = sorted({r["assignment"] for r in rows if r["assignment"]})
-        extra = roster_missing(records, roster, graded, templates)
+        extra = roster_missing(records, roster, sorted(expected_assignments), templates)
         rows += extra
         new_records = [_record(gb, r, factor) for r in extra]
         records += new_records
@@ -197,8 +197,9 @@ def _grade_command(args) -> int:
     if rows:
         print(gb.summary_text(rows, {a: t.questions for a, t in templates.items()}))
         elapsed = time.perf_counter() - t0
+        graded = sum(1 for r in rows if r["status"] != "missing")
         print(
-            f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {len(rows) / elapsed:.2f} "
+            f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {graded / elapsed:.2f} "
             "submissions/s"
         )
     if args.manual:
@@ -304,12 +305,16 @@ def _missing_row(student_id, student, assignment, t, note) -> dict:
     }
 
 
-def expected_missing(rows: list, subs: list, templates: dict) -> list:
+UNREADABLE = ("refused", "not-json", "not-a-notebook", "empty", "too-large", "old-format")
+
+
+def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set]:
     """The assignment a download is for is the one most of its notebooks are (a clear
-    majority). A student folder without a notebook becomes that assignment's ``missing`` row;
-    a file uploaded to the wrong assignment is graded as what it is, and the row it was
-    expected to fill says ``missing``, with a note. Returns the rows to add."""
-    extra = []
+    majority). A student folder without a notebook, or a file that could not be read, fills
+    that assignment's row (``missing``, or the file's status); a file uploaded to the wrong
+    assignment is graded as what it is, and the row it was expected to fill says ``missing``,
+    with a note. Returns the rows to add and the assignments the downloads are for."""
+    extra, expected_set = [], set()
     by_batch: dict = {}
     for row, sub in zip(rows, subs):
         by_batch.setdefault(sub.batch, []).append(row)
@@ -323,14 +328,25 @@ def expected_missing(rows: list, subs: list, templates: dict) -> list:
         ranked = sorted(counts.items(), key=lambda kv: -kv[1])
         expected, n = ranked[0]
         if n * 2 <= sum(counts.values()):
-            continue  # no clear majority: nothing is "the" assignment of this download
+            expected_set |= set(counts)  # no clear majority: every assignment is "expected"
+            continue
+        expected_set.add(expected)
         t = templates.get(expected)
+        maximum = float(sum(q.points for q in t.questions)) if t else 0.0
+        have = {row_key(r)[0] for r in batch_rows if r["assignment"] == expected}
         for r in batch_rows:
-            if r["status"] == "missing" and not r["assignment"]:
+            if r["assignment"] or row_key(r)[0] in have:
+                continue
+            if r["status"] == "missing":
                 kept = {"file": r["file"], "shown": r["shown"]}
                 r.update(_missing_row(r["student_id"], r["student"], expected, t, r["notes"][0]))
                 r.update(kept)
-        have = {row_key(r)[0] for r in batch_rows if r["assignment"] == expected}
+            elif r["status"] in UNREADABLE:
+                r.update(assignment=expected, max=maximum)
+                r["notes"].append(f"counted as {expected}, the assignment of its download")
+            else:
+                continue
+            have.add(row_key(r)[0])
         for r in batch_rows:
             if r["status"] == "superseded" or not r["assignment"] or r["assignment"] == expected:
                 continue
@@ -351,7 +367,7 @@ def expected_missing(rows: list, subs: list, templates: dict) -> list:
                 )
             )
             have.add(row_key(r)[0])
-    return extra
+    return extra, expected_set
 
 
 def roster_missing(records: list, roster, assignments: list, templates: dict) -> list:
@@ -381,6 +397,7 @@ def _sync_rows(rows, records, templates):
         t = templates.get(row["assignment"])
         if rec is None:
             continue
+        row["student"] = rec["student"]  # the roster's name, kept by a regrade without one
         row["late_factor"] = float(rec.get("late_factor") or 1)
         if t is None or row["status"] == "missing":
             continue

@@ -184,11 +184,15 @@ def _key(rec) -> tuple:
     return (normalise_name(rec["student_id"]).casefold(), rec["assignment"])
 
 
-def merge_rows(new_records: list, old_records: list, manual_ids: dict) -> tuple[list, dict]:
-    """Replace old records by new ones for the same (student, assignment); keep the rest.
+def merge_rows(
+    new_records: list, old_records: list, manual_ids: dict, keep_names: bool = False
+) -> tuple[list, dict]:
+    """Replace old records by new ones for the same (student_id, assignment); keep the rest.
 
-    Written-answer points already in an old record are carried into its replacement.
-    Returns the merged records and counts ``added, replaced, kept``.
+    Written-answer points already in an old record are carried into its replacement; with
+    ``keep_names`` (a run without a roster) so is the display name (a roster's name is not
+    lost by regrading one file). Returns the merged records and counts ``added, replaced,
+    kept``.
     """
     new_keys = {_key(r) for r in new_records}
     old_by_key = {}
@@ -201,6 +205,8 @@ def merge_rows(new_records: list, old_records: list, manual_ids: dict) -> tuple[
             counts["added"] += 1
             continue
         counts["replaced"] += 1
+        if keep_names and old.get("student"):
+            r["student"] = old["student"]
         for gid in manual_ids.get(r["assignment"], {}):
             if r.get(gid) == "pending" and old.get(gid) not in (None, "", "pending"):
                 _set_manual(r, gid, old[gid], manual_ids[r["assignment"]][gid])

@@ -1,0 +1,403 @@
+"""The KV-cache explorer: layers, query heads, KV heads, d_head, context, bytes -> cache sizes.
+
+:func:`kv_cache_view` computes your cache (with :func:`mha_helpers.cost.kv_cache_bytes`) and
+every real model's at the same context length and precision; :func:`render_kv_cache_html`
+turns it into HTML: the headline sizes and the formula, then a table of real models. The small
+decisions of the live widget are pure functions here too: which models keep a cache
+(:func:`cache_models`), which ones the "load model" menu offers (:func:`menu_models`) and names
+(:func:`matching_models`, :func:`menu_choice`), how a cache compares with yours
+(:func:`compared_text`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..cost import MODEL_CONFIGS, format_bytes, kv_cache_bytes
+from .common import (
+    BOX,
+    MUTED,
+    SMALL,
+    cell,
+    divisors,
+    esc,
+    fmt_int,
+    join_and,
+    join_or,
+    render_message_html,
+    settings_line,
+    table_style,
+)
+
+KV_D_HEADS = (32, 64, 80, 96, 128, 256)
+KV_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
+KV_DTYPES = (
+    ("fp32 (4 bytes)", 4),
+    ("fp16 / bf16 (2 bytes)", 2),
+    ("int8 / fp8 (1 byte)", 1),
+    ("int4 (0.5 bytes)", 0.5),
+)
+KV_MAX_HEADS = 128
+KV_MAX_LAYERS = 128
+
+
+@dataclass(frozen=True)
+class ModelCacheRow:
+    """One real model in the KV-cache table (only models that generate token by token)."""
+
+    name: str  # the key in MODEL_CONFIGS
+    label: str  # as shown: "T5-base decoder" for an encoder-decoder model, whose decoder caches
+    kind: str
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int | None
+    d_head: int
+    per_token: int | float
+    per_sequence: int | float
+    source: str
+    context: int | None = None  # the model's maximum context (None: not fixed by the source)
+    compared: str = ""  # per token, against your settings: "26.7× smaller", "14.4× larger", "same"
+
+
+@dataclass(frozen=True)
+class KVCacheView:
+    """Everything :func:`kv_cache_explorer` shows for one setting of its controls."""
+
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    d_head: int
+    seq_len: int
+    bytes_per_element: float
+    ok: bool
+    message: str
+    kind: str = ""  # "MHA", "GQA" or "MQA"
+    kind_text: str = ""
+    per_token: int | float | None = None
+    per_sequence: int | float | None = None
+    per_token_text: str = ""
+    per_sequence_text: str = ""
+    formula_text: str = ""
+    mha_per_sequence: int | float | None = None  # the same model with one KV head per query head
+    models: tuple = ()  # ModelCacheRow for every model of MODEL_CONFIGS that keeps a KV cache
+    matches: tuple = ()  # names of the menu's models whose layers and heads equal your settings
+
+
+def _gqa_kv_heads(num_heads: int) -> int | None:
+    """A typical GQA choice: 8 KV heads when possible, else the proper divisor nearest h / 8."""
+    proper = [k for k in range(2, num_heads) if num_heads % k == 0]
+    if not proper:
+        return None
+    return 8 if 8 in proper else min(proper, key=lambda k: (abs(k - num_heads / 8), k))
+
+
+def _kind(num_heads: int, num_kv_heads: int) -> str:
+    if num_kv_heads == num_heads:
+        return "MHA"
+    return "MQA" if num_kv_heads == 1 else "GQA"
+
+
+def _label(cfg) -> str:
+    """A model's name as the KV-cache explorer shows it: an encoder-decoder model's cache is its
+    decoder's, so it is named that way ("T5-base decoder")."""
+    return f"{cfg.name} decoder" if cfg.encoder_decoder else cfg.name
+
+
+def cache_models() -> tuple:
+    """The models of MODEL_CONFIGS that keep a KV cache: those that generate token by token.
+
+    Encoder-only models (BERT, ViT) read the whole input at once and keep none.
+
+    >>> names = [c.name for c in cache_models()]
+    >>> "Llama 2 70B" in names, "BERT-base" in names
+    (True, False)
+    """
+    return tuple(c for c in MODEL_CONFIGS.values() if c.has_kv_cache)
+
+
+def menu_models() -> tuple:
+    """The models the "load model" menu offers: those that cache K and V heads (not a latent)."""
+    return tuple(c for c in cache_models() if c.num_kv_heads is not None)
+
+
+def matching_models(num_layers: int, num_heads: int, num_kv_heads: int, d_head: int) -> tuple:
+    """Names of the menu's models with exactly these layers, query heads, KV heads and d_head.
+
+    >>> matching_models(80, 64, 8, 128)
+    ('Llama 2 70B', 'Llama 3 70B')
+    >>> matching_models(80, 64, 4, 128)
+    ()
+    """
+    settings = (num_layers, num_heads, num_kv_heads, d_head)
+    return tuple(
+        c.name
+        for c in menu_models()
+        if (c.num_layers, c.num_heads, c.num_kv_heads, c.d_head) == settings
+    )
+
+
+def menu_choice(matches: tuple, current: str = "") -> str:
+    """The model the menu should show: the current choice while the settings still match it,
+    else the first model they match, else "" ("(set by hand)").
+
+    >>> seventy_b = ("Llama 2 70B", "Llama 3 70B")
+    >>> menu_choice(seventy_b), menu_choice(seventy_b, current="Llama 3 70B")
+    ('Llama 2 70B', 'Llama 3 70B')
+    >>> menu_choice((), "Falcon-7B")
+    ''
+    """
+    if current in matches:
+        return current
+    return matches[0] if matches else ""
+
+
+def compared_text(theirs, yours) -> str:
+    """How a cache compares with yours, always in one format.
+
+    >>> compared_text(12, 320), compared_text(4608, 320), compared_text(320, 320)
+    ('26.7× smaller', '14.4× larger', 'same')
+    >>> compared_text(4_718_592, 32)
+    '147,456× larger'
+    """
+    ratio = theirs / yours
+    factor = ratio if ratio >= 1 else 1 / ratio
+    text = f"{factor:,.0f}" if factor >= 100 else f"{factor:.3g}"
+    if text == "1":
+        return "same"
+    return f"{text}\u00d7 " + ("larger" if ratio > 1 else "smaller")
+
+
+def _model_rows(seq_len: int, bytes_per_element, yours_per_token=None) -> tuple:
+    rows = []
+    for cfg in cache_models():
+        per_token = cfg.kv_cache_bytes_per_token(bytes_per_element)
+        compared = "" if yours_per_token is None else compared_text(per_token, yours_per_token)
+        rows.append(
+            ModelCacheRow(
+                cfg.name,
+                _label(cfg),
+                cfg.kind,
+                cfg.num_layers,
+                cfg.num_heads,
+                cfg.num_kv_heads,
+                cfg.d_head,
+                per_token,
+                cfg.cache_bytes(seq_len, bytes_per_element),
+                cfg.source,
+                cfg.context,
+                compared,
+            )
+        )
+    return tuple(rows)
+
+
+def kv_cache_view(
+    num_layers: int = 80,
+    num_heads: int = 64,
+    num_kv_heads: int = 8,
+    d_head: int = 128,
+    seq_len: int = 4096,
+    bytes_per_element: float = 2,
+) -> KVCacheView:
+    """What the KV-cache explorer shows (pure). Sizes come from :func:`kv_cache_bytes`.
+
+    >>> v = kv_cache_view(80, 64, 8, 128, 4096, 2)   # Llama 2 70B in fp16
+    >>> v.kind, v.per_token_text, v.per_sequence_text
+    ('GQA', '320 KiB', '1.25 GiB')
+    >>> kv_cache_view(80, 64, 6, 128, 4096, 2).ok
+    False
+    """
+    args = (
+        int(num_layers),
+        int(num_heads),
+        int(num_kv_heads),
+        int(d_head),
+        int(seq_len),
+        bytes_per_element,
+    )
+    L, h, g, d_h, n, b = args
+    matches = matching_models(L, h, g, d_h)
+    if min(L, h, g, d_h, n) < 1 or not b > 0:
+        return KVCacheView(
+            *args,
+            ok=False,
+            models=(),
+            matches=matches,
+            message="Every count must be at least 1 and bytes per element positive.",
+        )
+    if h % g:
+        fits = divisors(h, KV_MAX_HEADS)
+        return KVCacheView(
+            *args,
+            ok=False,
+            models=_model_rows(n, b),
+            matches=matches,
+            message=(
+                f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
+                f"a group of the same number of query heads (query heads / KV heads must be a "
+                f"whole number). To fix it, set the KV heads to a divisor of {h} "
+                f"({join_or(fits)})."
+            ),
+        )
+    per_token = kv_cache_bytes(L, g, d_h, 1, b)
+    per_sequence = kv_cache_bytes(L, g, d_h, n, b)
+    models = _model_rows(n, b, per_token)
+    mha = kv_cache_bytes(L, h, d_h, n, b)
+    kind = _kind(h, g)
+    if kind == "MHA":
+        kind_text = f"MHA: every one of the {h} query heads has its own key and value head"
+    elif kind == "MQA":
+        kind_text = f"MQA: all {h} query heads share a single key and value head"
+    else:
+        kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
+    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
+    formula = (
+        f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
+        f"{b_text} = {fmt_int(per_token) if float(per_token).is_integer() else per_token} "
+        f"bytes per token"
+    )
+    return KVCacheView(
+        *args,
+        ok=True,
+        message="",
+        kind=kind,
+        kind_text=kind_text,
+        per_token=per_token,
+        per_sequence=per_sequence,
+        per_token_text=format_bytes(per_token),
+        per_sequence_text=format_bytes(per_sequence),
+        formula_text=formula,
+        mha_per_sequence=mha,
+        models=models,
+        matches=matches,
+    )
+
+
+def render_kv_cache_summary_html(view: KVCacheView) -> str:
+    """The headline: your cache per token and per sequence, what kind of sharing, the formula."""
+    if not view.ok:
+        return render_message_html(view.message)
+    saving = same = ""
+    if view.matches:
+        labels = [_label(MODEL_CONFIGS[name]) for name in view.matches]
+        same = (
+            f'<div class="mha-kv-same">These are the layers and heads of '
+            f"{esc(join_and(labels))}.</div>"
+        )
+    if view.kind != "MHA":
+        saving = (
+            f"<div>With one KV head per query head (MHA) the cache would be "
+            f"{format_bytes(view.mha_per_sequence)}: sharing makes it "
+            f"{view.num_heads // view.num_kv_heads}\u00d7 smaller.</div>"
+        )
+    return (
+        f"{BOX}"
+        f'<div style="font-size:1.15em;font-weight:bold" class="mha-kv-total">'
+        f"KV cache: {esc(view.per_token_text)} per token, {esc(view.per_sequence_text)} per "
+        f"sequence of {fmt_int(view.seq_len)} tokens</div>"
+        f"<div>{esc(view.kind_text)}.</div>"
+        f'<div style="{MUTED};{SMALL}">{esc(view.formula_text)}; multiply by the number of '
+        f"tokens and by the batch size.</div>{saving}{same}</div>"
+    )
+
+
+def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = None) -> str:
+    """Real models at the same context length and bytes per element, with your settings first.
+    Narrow enough for a 1280 px page: short headers that wrap, compact cells. With
+    ``max_height_vh`` (the live explorer) the table scrolls within that share of the window's
+    height, its header staying in view; it can be scrolled with the keyboard too."""
+    td, tl = cell("right", "1px 5px"), cell("left", "1px 5px")
+    headers = (
+        "model",
+        "type",
+        "layers",
+        "query heads",
+        "KV heads",
+        "d_head",
+        "context",
+        "per token",
+        f"{fmt_int(view.seq_len)} tokens",
+        "per token vs yours",
+    )
+    header = "".join(
+        f'<th scope="col" style="{tl if i < 2 else td};vertical-align:bottom">{t}</th>'
+        for i, t in enumerate(headers)
+    )
+    body = []
+    if view.ok:
+        body.append(
+            f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
+            f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
+            f'{view.num_heads}</td><td style="{td}">{view.num_kv_heads}</td><td style="{td}">'
+            f'{view.d_head}</td><td style="{td}"></td>'
+            f'<td style="{td};white-space:nowrap">{view.per_token_text}</td>'
+            f'<td style="{td};white-space:nowrap">{view.per_sequence_text}</td>'
+            f'<td style="{td}"></td></tr>'
+        )
+    beyond = False
+    nowrap = ";white-space:nowrap"
+    for r in view.models:
+        kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
+        mark = ""
+        if r.context is not None and view.seq_len > r.context:
+            mark, beyond = " *", True
+        body.append(
+            f'<tr><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
+            f'<td style="{tl}">{r.kind}</td>'
+            f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
+            f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
+            f'<td style="{td}">{"" if r.context is None else fmt_int(r.context)}</td>'
+            f'<td style="{td}{nowrap}">{format_bytes(r.per_token)}</td>'
+            f'<td style="{td}{nowrap}">{format_bytes(r.per_sequence)}{mark}</td>'
+            f'<td style="{td}{nowrap}">{r.compared}</td></tr>'
+        )
+    footnote = (
+        " * longer than the model's context: it cannot use that many tokens." if beyond else ""
+    )
+    scroll_open = scroll_close = ""
+    if max_height_vh is not None:
+        scroll_open = (
+            f'<div role="region" aria-label="real models\u2019 KV caches" tabindex="0" '
+            f'style="max-height:{max_height_vh}vh;overflow-y:auto;display:inline-block;'
+            f'max-width:100%">'
+        )
+        scroll_close = "</div>"
+        # The header stays in view while the rows scroll (on the page's own background).
+        header = header.replace(
+            'scope="col" style="',
+            'scope="col" style="position:sticky;top:0;'
+            "background-color:var(--jp-layout-color0, Canvas);",
+        )
+    enc_dec = [c.name for c in MODEL_CONFIGS.values() if c.encoder_decoder]
+    enc_only = [c.name for c in MODEL_CONFIGS.values() if c.encoder_only]
+    return (
+        f'<div class="mha-kv-models" style="line-height:1.4">'
+        f'<div style="font-weight:bold">Real models at the same context length and '
+        f"bytes per element</div>"
+        f"{scroll_open}"
+        f'<table style="{table_style("font-size:12.5px")}"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>{scroll_close}"
+        f'<div style="font-size:11px;{MUTED};max-width:60em">Configurations from '
+        f"mha_helpers.MODEL_CONFIGS (hover a name for its primary source). Only models that "
+        f"generate token by token keep a KV cache. For the encoder-decoder models "
+        f"({esc(join_and(enc_dec))}) the cache and the layers counted are the decoder's; "
+        f"encoder-only models ({esc(join_and(enc_only))}) read the whole input at once and keep "
+        f"no cache, so they are not listed. DeepSeek-V2 caches a compressed latent instead of K "
+        f"and V heads; Mistral 7B's rolling buffer caps its cache at 4,096 positions."
+        f"{footnote}</div></div>"
+    )
+
+
+def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:
+    """The KV-cache explorer's output as HTML: your configuration, then the real models."""
+    settings = ""
+    if include_settings:
+        settings = settings_line(
+            f"KV-cache explorer at {view.num_layers} layers, {view.num_heads} query heads, "
+            f"{view.num_kv_heads} KV heads, d_head = {view.d_head}, {fmt_int(view.seq_len)} "
+            f"tokens, {view.bytes_per_element:g} bytes per element."
+        )
+    return (
+        f'<div class="mha-kv-picture">{settings}{render_kv_cache_summary_html(view)}'
+        f'<div style="height:6px"></div>{render_kv_cache_table_html(view)}</div>'
+    )
