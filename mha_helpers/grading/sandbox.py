@@ -591,6 +591,10 @@ def kill_all() -> None:
 
 
 atexit.register(kill_all)
+try:  # before the interpreter waits for worker threads, which may be inside a sandbox
+    threading._register_atexit(kill_all)
+except (AttributeError, RuntimeError):
+    pass
 
 
 @lru_cache(maxsize=None)
