@@ -259,3 +259,28 @@ def test_the_sandbox_ends_whatever_its_inside_does(tmp_path, how):
     if how == "grader gets SIGTERM":
         assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, stderr[-2000:])
     assert _wait(lambda: not _marker_alive(marker), 10), "the sandbox outlived the grader"
+
+
+def test_no_cgroup_is_left_behind():
+    """Every run's cgroup is removed (at once, or by the next sweep), and those of a grader that
+    died without cleaning up are swept when the next grader starts."""
+    if sandbox.accounting() == "rlimits":
+        pytest.skip("this machine gives the grader no cgroup")
+    _, bases = sandbox._cgroup_parents()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphans = [Path(b) / f"mha-grade-{dead.pid}-0" for b in bases]
+    for o in orphans:
+        o.mkdir()
+    job = {"cells": [{"source": "x = 1"}], "questions": [], "cell_timeout": 20}
+    for _ in range(3):
+        assert sandbox.run(job, sandbox.Limits(wall_seconds=40)).report is not None
+
+    def ours():
+        return [p for b in bases for p in Path(b).glob(f"mha-grade-{os.getpid()}-*")]
+
+    sandbox._sweep()
+    assert _wait(lambda: (sandbox._sweep() or True) and not ours(), 20), ours()
+    sandbox._cgroup_parents.cache_clear()  # as a new grader does
+    assert sandbox.accounting() != "rlimits"
+    assert not [o for o in orphans if o.exists()]
