@@ -1,10 +1,11 @@
 """The longer training runs behind lesson 06, too slow for the notebook itself.
 
-    .venv/bin/python benchmarks/lesson06_long_runs.py            # everything, about 6 minutes
+    .venv/bin/python benchmarks/lesson06_long_runs.py            # everything, about 5 min of CPU
     .venv/bin/python benchmarks/lesson06_long_runs.py --only vote
-    .venv/bin/python benchmarks/lesson06_long_runs.py --only induction
+    .venv/bin/python benchmarks/lesson06_long_runs.py --only induction  # about half a minute
 
-Lesson 06 trains every model it shows in under half a minute. Two of its questions need more
+Lesson 06 trains every model it shows in under half a minute. (Times are CPU time on one core
+of the 2-core machine the course is built on; `benchmarks/README.md` records the last run.) Two of its questions need more
 runs than that budget allows, so this script answers them with the lesson's own helpers and
 set-ups, and the lesson quotes its output, labelled as such:
 
@@ -18,8 +19,9 @@ set-ups, and the lesson quotes its output, labelled as such:
    the second copy only, as in the lesson's section 5, or the next token at every position,
    section 6), 6 seeds each, 600 steps, and for each run the measurements that say *how* it
    solved the task: layer 0's previous-token score at the induction keys, its duplicate-token
-   score, layer 1's induction score, and accuracy with layer 0's output removed at the
-   first-copy or at the second-copy positions (K- or Q-composition).
+   score, layer 1's induction score, and path-specific ablations: accuracy with layer 0's
+   output removed from one reader at a time, layer 1's queries, keys or values (Q-, K- or
+   V-composition) or the readout, everything else unchanged.
 
 Everything is seeded: the same machine and library versions give the same numbers. The
 results are printed and written to ``benchmarks/results/lesson06_long_runs.json`` (not
@@ -60,6 +62,22 @@ VOTE = dict(lr=1e-2, warmup=100, batch_size=64)  # lesson 06, section 2 (steps v
 VOTE_BUDGETS = {1: (300, 1000, 3000, 10000), 2: (300, 1000)}
 INDUCTION = dict(steps=600, lr=1e-2, warmup=100, batch_size=32)  # lesson 06, sections 5 and 6
 LEARNED = 0.8  # a run "learns the task" when it gets at least 80 % of the second copy right
+READERS = {"1.q": "queries", "1.k": "keys", "1.v": "values", "readout": "readout"}
+USED = 0.1  # a path is used when removing it costs at least 10 points of accuracy
+
+
+def circuit(acc, without) -> str:
+    """Name how a run composes its two layers, from its path-specific ablations.
+
+    The main composition is the one of layer 1's queries, keys and values whose loss of layer
+    0's output costs most accuracy; any other that costs at least ``USED`` is named too.
+    """
+    if acc < LEARNED:
+        return "not learned"
+    cost = {"Q": acc - without["1.q"], "K": acc - without["1.k"], "V": acc - without["1.v"]}
+    main = max(cost, key=cost.get)
+    also = [c for c in "QKV" if c != main and cost[c] >= USED]
+    return f"{main}-composition" + (f", {' and '.join(also)} too" if also else "")
 
 
 def vote_runs(log) -> list[dict]:
@@ -112,18 +130,11 @@ def induction_runs(log) -> list[dict]:
             model, _ = train(start, make_batch, num_heads=1, seed=seed, **INDUCTION)
             _, weights = forward(model, tokens, num_heads=1)
             acc = accuracy(model, tokens, targets, num_heads=1)
-            without = {
-                part: accuracy(
-                    model, tokens, targets, num_heads=1, output_masks=[~parts[part], None]
-                )
-                for part in ("first_copy", "second_copy")
+            without = {  # path-specific ablations: layer 0's output removed from one reader
+                reader: accuracy(model, tokens, targets, num_heads=1, remove_paths=[(0, reader)])
+                for reader in READERS
             }
-            if acc < LEARNED:
-                label = "not learned"
-            elif without["first_copy"] < without["second_copy"]:
-                label = "K-composition"  # layer 0 is needed where the keys are
-            else:
-                label = "Q-composition"  # layer 0 is needed where the queries are
+            label = circuit(acc, without)
             row = {
                 "loss": loss,
                 "seed": seed,
@@ -133,8 +144,7 @@ def induction_runs(log) -> list[dict]:
                 ),
                 "duplicate": float(duplicate_token_scores(weights[0], tokens, targets)[0]),
                 "induction": float(induction_scores(weights[1], tokens, targets)[0]),
-                "without_layer0_first_copy": without["first_copy"],
-                "without_layer0_second_copy": without["second_copy"],
+                **{f"without_layer0_at_{READERS[r]}": without[r] for r in READERS},
                 "label": label,
                 "seconds": time.perf_counter() - t0,
             }
@@ -167,14 +177,15 @@ def induction_table(rows) -> str:
         "Repeated-segment task, 2 layers x 1 head, 600 steps; accuracy on the second copy of "
         "the lesson's 1,000 test sequences",
         f"{'loss on':<15} {'seed':>4} {'accuracy':>9} {'L0 t-1 at keys':>15} "
-        f"{'L0 earlier copy':>16} {'L1 induction':>13} {'L0 off at 1st copy':>19} "
-        f"{'L0 off at 2nd copy':>19}  how",
+        f"{'L0 earlier copy':>16} {'L1 induction':>13}   without layer 0 at layer 1's "
+        f"{'queries':>8} {'keys':>6} {'values':>6} {'readout':>8}  how",
     ]
     for r in rows:
         lines.append(
             f"{r['loss']:<15} {r['seed']:>4} {r['accuracy']:>9.1%} "
             f"{r['previous_at_keys']:>15.2f} {r['duplicate']:>16.2f} {r['induction']:>13.2f} "
-            f"{r['without_layer0_first_copy']:>19.1%} {r['without_layer0_second_copy']:>19.1%}"
+            f"{'':>28} {r['without_layer0_at_queries']:>8.1%} {r['without_layer0_at_keys']:>6.1%}"
+            f" {r['without_layer0_at_values']:>6.1%} {r['without_layer0_at_readout']:>8.1%}"
             f"  {r['label']}"
         )
     for loss in ("second copy", "every position"):

@@ -23,8 +23,9 @@ import math
 
 import numpy as np
 
-from .attention import causal_mask
+from .attention import causal_mask, scaled_dot_product_attention
 from .backward import mha_backward, mha_forward
+from .heads import merge_heads, split_heads
 from .shapes import _fmt
 
 __all__ = [
@@ -100,7 +101,15 @@ def _check_tokens(params, tokens):
     return tokens
 
 
-def forward(params, tokens, num_heads, head_masks=None, return_cache=False, output_masks=None):
+def forward(
+    params,
+    tokens,
+    num_heads,
+    head_masks=None,
+    return_cache=False,
+    output_masks=None,
+    remove_paths=None,
+):
     """Run the model on a batch of token ids.
 
     Parameters
@@ -115,6 +124,14 @@ def forward(params, tokens, num_heads, head_masks=None, return_cache=False, outp
         0/1: the layer's output at position ``t`` is multiplied by it before it is added to the
         residual stream, so 0 removes what the layer writes *there* (an ablation; later
         layers then read the stream without it). Not supported with ``return_cache``.
+    remove_paths : optional collection of ``(source, reader)`` pairs, a *path-specific*
+        ablation: the output of layer ``source`` is removed from what one reader sees, and from
+        nothing else. ``reader`` is ``"L.q"``, ``"L.k"`` or ``"L.v"`` (the queries, keys or
+        values of a later layer ``L``, which are then computed from the residual stream minus
+        that output) or ``"readout"`` (the logits are computed from the final stream minus it).
+        ``(0, "1.k")`` asks: how well does the model do if layer 1's keys cannot see what layer
+        0 wrote (K-composition), while its queries, its values and the readout still can? Not
+        supported with ``return_cache``.
 
     Returns ``(logits, weights)``: logits ``(batch, n, num_outputs)`` and a list with each
     layer's attention weights ``(batch, h, n, n)`` (plus the cache when asked).
@@ -139,22 +156,78 @@ def forward(params, tokens, num_heads, head_masks=None, return_cache=False, outp
                     f"output_masks[{layer}] has shape {_fmt(np.shape(m))}, expected "
                     f"(batch, n) = {_fmt(tokens.shape)}: one 0/1 per position"
                 )
+    removed = _check_paths(remove_paths, layers, return_cache)  # reader -> source layers
     mask = causal_mask(n)  # (n, n)
     x = params["embed"][tokens] + params["pos"][:n]  # (batch, n, d_model)
-    caches, weights = [], []
+    caches, weights, outputs = [], [], []
     for layer in range(layers):
         w = [params[f"layers.{layer}.{name}"] for name in WEIGHTS]
         head_mask = None if head_masks is None else head_masks[layer]
-        y, cache = mha_forward(x, *w, num_heads=num_heads, mask=mask, head_mask=head_mask)
+        if any(f"{layer}.{part}" in removed for part in "qkv"):
+            # each of q, k, v reads the stream minus the outputs removed from it
+            xq, xk, xv = (
+                x - sum(outputs[s] for s in removed.get(f"{layer}.{part}", ())) for part in "qkv"
+            )  # (batch, n, d_model) each
+            y, cache = _mha_three_inputs(xq, xk, xv, *w, num_heads, mask, head_mask)
+        else:
+            y, cache = mha_forward(x, *w, num_heads=num_heads, mask=mask, head_mask=head_mask)
         if output_masks is not None and output_masks[layer] is not None:
             y = y * np.asarray(output_masks[layer], dtype=y.dtype)[..., None]  # (batch, n, d_model)
         x = x + y  # (batch, n, d_model): each layer adds to the residual stream
+        outputs.append(y)
         caches.append(cache)
         weights.append(cache["weights"])  # (batch, h, n, n)
-    logits = x @ params["unembed"]  # (batch, n, num_outputs)
+    read = x - sum(outputs[s] for s in removed.get("readout", ()))  # (batch, n, d_model)
+    logits = read @ params["unembed"]  # (batch, n, num_outputs)
     if return_cache:
         return logits, weights, {"tokens": tokens, "x_final": x, "layers": caches}
     return logits, weights
+
+
+def _check_paths(remove_paths, layers, return_cache) -> dict:
+    """Validate ``remove_paths`` of :func:`forward`; return ``{reader: [source layers]}``."""
+    if not remove_paths:
+        return {}
+    if return_cache:
+        raise ValueError(
+            "remove_paths is for measuring a trained model; it cannot be combined with "
+            "return_cache (the backward pass does not use it)"
+        )
+    removed: dict = {}
+    for pair in remove_paths:
+        ok = isinstance(pair, (tuple, list)) and len(pair) == 2
+        source, reader = pair if ok else (None, None)
+        if reader == "readout":
+            later = True
+        elif isinstance(reader, str) and reader.count(".") == 1:
+            target, part = reader.split(".")
+            later = part in ("q", "k", "v") and target.isdigit() and int(target) < layers
+            later = later and isinstance(source, (int, np.integer)) and int(target) > source
+        else:
+            later = False
+        if not (ok and later and isinstance(source, (int, np.integer)) and 0 <= source < layers):
+            raise ValueError(
+                f"remove_paths entry {pair!r} is not a (source layer, reader) pair: expected "
+                f"e.g. (0, '1.k'), a source layer in 0..{layers - 1} and a reader that comes "
+                f"after it, 'L.q', 'L.k' or 'L.v' of a later layer L, or 'readout'"
+            )
+        removed.setdefault(reader, []).append(int(source))
+    return removed
+
+
+def _mha_three_inputs(xq, xk, xv, w_q, w_k, w_v, w_o, num_heads, mask, head_mask):
+    """Multi-head attention whose queries, keys and values read different inputs.
+
+    The same steps as :func:`~mha_helpers.backward.mha_forward` (for measurements only: the
+    cache holds just the attention weights).
+    """
+    qh, kh, vh = (
+        split_heads(x @ w, num_heads) for x, w in ((xq, w_q), (xk, w_k), (xv, w_v))
+    )  # (batch, h, n, d_head) each
+    out, weights = scaled_dot_product_attention(qh, kh, vh, mask)  # (batch, h, n, d_head)
+    if head_mask is not None:
+        out = out * np.asarray(head_mask, dtype=out.dtype)[:, None, None]
+    return merge_heads(out) @ w_o, {"weights": weights}  # (batch, n, d_model)
 
 
 def cross_entropy(logits, targets):
@@ -323,12 +396,17 @@ def train(
     return params, losses
 
 
-def accuracy(params, tokens, targets, num_heads, head_masks=None, output_masks=None) -> float:
+def accuracy(
+    params, tokens, targets, num_heads, head_masks=None, output_masks=None, remove_paths=None
+) -> float:
     """Fraction of the positions with a target (not ``-1``) where the top logit is right.
 
-    ``head_masks`` and ``output_masks`` are passed to :func:`forward` (pruning, ablations).
+    ``head_masks``, ``output_masks`` and ``remove_paths`` are passed to :func:`forward`
+    (pruning, ablations).
     """
-    logits, _ = forward(params, tokens, num_heads, head_masks, output_masks=output_masks)
+    logits, _ = forward(
+        params, tokens, num_heads, head_masks, output_masks=output_masks, remove_paths=remove_paths
+    )
     used = np.asarray(targets) >= 0
     return float((logits.argmax(axis=-1) == targets)[used].mean())
 

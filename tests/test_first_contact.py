@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -175,3 +176,61 @@ def test_execute_stores_back_to_back_printed_text_as_one_output():
         ("display_data", None),
         ("stream", "c\nd"),
     ]
+
+
+def test_make_lab_prints_and_opens_the_url_of_lesson_00(tmp_path):
+    """`make lab` on a machine without a browser: the URL it prints is lesson 00's (not the
+    Launcher's), and so is the page a browser would open (the server's browser-open file)."""
+    import os
+    import re
+    import signal
+    import subprocess
+
+    env = dict(
+        os.environ,
+        BROWSER="true",  # a "browser" that opens nothing, as on a server without one
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+    )
+    # -o: take the installed .venv as it is (CI has just made it); never reinstall here
+    cmd = ["make", "--no-print-directory", "-o", ".venv/.installed-lab", "lab"]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    printed = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            printed.append(line)
+            if re.search(r"http://127\.0\.0\.1:\S+token=", line):
+                break
+        urls = re.findall(r"https?://[^\s]+", "".join(printed))
+        assert urls, "make lab printed no URL:\n" + "".join(printed[-30:])
+        assert all("/lab/tree/notebooks/00_start_here.ipynb?token=" in u for u in urls), urls
+        for _ in range(60):  # the URL is printed a moment before the server answers
+            try:
+                with urllib.request.urlopen(urls[-1], timeout=30) as r:  # the 127.0.0.1 one
+                    assert r.status == 200 and "JupyterLab" in r.read().decode()
+                break
+            except urllib.error.URLError:
+                time.sleep(0.5)
+        else:
+            raise AssertionError(f"{urls[-1]} did not answer")
+        [opener] = (tmp_path / "runtime").glob("jpserver-*-open.html")
+        assert "lab/tree/notebooks/00_start_here.ipynb" in opener.read_text()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)

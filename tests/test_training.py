@@ -376,3 +376,59 @@ def test_head_output_tables_are_the_path_from_a_read_token_to_the_logits():
     )
     assert table_correlation(tables[0], 3 * tables[0] + 1) == pytest.approx(1.0)
     assert abs(table_correlation(tables[0], tables[1])) < 0.9
+
+
+def _naive_two_layer(params, tokens, num_heads, hide):
+    """A two-layer forward pass written out step by step, with layer 0's output hidden from the
+    readers in ``hide`` (a subset of "q", "k", "v", "readout"): the reference for remove_paths."""
+    n = tokens.shape[1]
+    x0 = params["embed"][tokens] + params["pos"][:n]
+    w = [params[f"layers.0.{name}"] for name in ("w_q", "w_k", "w_v", "w_o")]
+    y0 = multi_head_attention(x0, *w, num_heads=num_heads, mask=causal_mask(n))
+    x1 = x0 + y0
+    inputs = {part: (x0 if part in hide else x1) for part in "qkv"}
+    w_q, w_k, w_v, w_o = (params[f"layers.1.{name}"] for name in ("w_q", "w_k", "w_v", "w_o"))
+    heads = []
+    d_head = w_q.shape[0] // num_heads
+    for i in range(num_heads):
+        cols = slice(i * d_head, (i + 1) * d_head)
+        out, _ = scaled_dot_product_attention(
+            inputs["q"] @ w_q[:, cols],
+            inputs["k"] @ w_k[:, cols],
+            inputs["v"] @ w_v[:, cols],
+            causal_mask(n),
+        )
+        heads.append(out)
+    y1 = np.concatenate(heads, axis=-1) @ w_o
+    final = x1 + y1 - (y0 if "readout" in hide else 0)
+    return final @ params["unembed"]
+
+
+@pytest.mark.parametrize("hide", [(), ("q",), ("k",), ("v",), ("readout",), ("q", "k", "readout")])
+def test_remove_paths_hides_layer0_from_the_chosen_readers_only(hide):
+    params, tokens, _ = _small_problem(2, seed=6)
+    readers = {"q": "1.q", "k": "1.k", "v": "1.v", "readout": "readout"}
+    got, _ = forward(params, tokens, 2, remove_paths=[(0, readers[part]) for part in hide])
+    np.testing.assert_allclose(
+        got, _naive_two_layer(params, tokens, 2, hide), rtol=1e-10, atol=1e-12
+    )
+    if hide:  # and it does change the model: each path carries something
+        full, _ = forward(params, tokens, 2)
+        assert np.abs(got - full).max() > 1e-3
+
+
+def test_removing_every_path_equals_removing_the_output():
+    params, tokens, _ = _small_problem(2, seed=7)
+    every = [(0, "1.q"), (0, "1.k"), (0, "1.v"), (0, "readout")]
+    got, _ = forward(params, tokens, 2, remove_paths=every)
+    expected, _ = forward(params, tokens, 2, output_masks=[np.zeros(tokens.shape), None])
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [(1, "1.k"), (0, "0.q"), (0, "2.v"), (0, "1.x"), (0,), "1.k"])
+def test_remove_paths_are_checked(bad):
+    params, tokens, _ = _small_problem(2, seed=1)
+    with pytest.raises(ValueError, match="not a \\(source layer, reader\\) pair"):
+        forward(params, tokens, 2, remove_paths=[bad])
+    with pytest.raises(ValueError, match="return_cache"):
+        forward(params, tokens, 2, remove_paths=[(0, "1.k")], return_cache=True)
