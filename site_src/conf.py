@@ -10,6 +10,12 @@ content, and are changed here (each is checked in a real browser by tests/test_s
 - myst-nb prefers a widget view to the explorers' ``text/html`` fallback, so their static
   picture would vanish: ``nb_mime_priority_overrides`` drops the widget view;
 - the pydata-based theme logs "invalid theme mode" without a default mode: ``html_context``.
+
+For readers (issue 26): every lesson and exercise page has its run links (download the .ipynb,
+your JupyterLab, Binder, Colab) in the header's menu and in a box under its title; the footer
+states both licences; search excerpts work from ``file://`` (``search_offline.py``); boxes that
+scroll sideways are reachable by keyboard (``_static/mha_a11y.js``). tests/test_site.py checks
+each of these in Chromium, and runs axe-core on every page in the light and dark themes.
 """
 
 from __future__ import annotations
