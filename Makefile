@@ -39,10 +39,9 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 
 ## Open the first lesson in JupyterLab. The server's default URL is lesson 00, so the URL it
 ## prints (where no browser opens, copy it into one) and the page a browser opens are lesson 00.
-FIRST_LESSON := notebooks/00_start_here.ipynb
 lab: install-lab
 	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" \
-		--LabApp.default_url=/lab/tree/$(FIRST_LESSON)
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
 ## Run every test: unit tests, the browser tests, the wheel, ruff, and every notebook through nbval.
 test: install

@@ -51,8 +51,10 @@ from .explorers.kv_cache import (
     KV_CONTEXTS,
     KV_D_HEADS,
     KV_DTYPES,
+    KV_LATENTS,
     KV_MAX_HEADS,
     KV_MAX_LAYERS,
+    KV_WINDOWS,
     _gqa_kv_heads,
     _label,
     kv_cache_view,
@@ -312,6 +314,14 @@ def _row(*children, **layout):
     )
 
 
+def _with_value(options, value) -> list:
+    """A dropdown's (label, value) options, with ``value`` added (labelled by itself) if absent."""
+    options = list(options)
+    if value not in [v for _, v in options]:
+        options = sorted([*options, (f"{value:,}", value)], key=lambda o: o[1])
+    return options
+
+
 def _column(*children, width):
     W = _widgets()
     return W.VBox(
@@ -398,6 +408,8 @@ def _classes():
             d_head=128,
             seq_len=4096,
             bytes_per_element=2,
+            latent_dim=0,
+            window=0,
         ):
             self.summary = _html()
             presets = [("(set by hand)", "")] + [
@@ -411,15 +423,16 @@ def _classes():
                 layout=W.Layout(width=_CONTROL_WIDTH),
             )
             self.kind_buttons = W.ToggleButtons(
-                options=["MHA", "GQA", "MQA"],
+                options=["MHA", "GQA", "MQA", "MLA"],
                 value=None,
                 description="sharing",
-                style={**_SLIDER_STYLE, "button_width": "72px"},
+                style={**_SLIDER_STYLE, "button_width": "56px"},
                 layout=W.Layout(width=_CONTROL_WIDTH),
                 tooltips=[
                     "one KV head per query head",
                     "a few KV heads (8 when possible)",
                     "a single KV head",
+                    "a compressed latent per token (DeepSeek-V2's multi-head latent attention)",
                 ],
             )
             self.kind_buttons.add_class("widget-inline-hbox")  # its label beside the buttons
@@ -451,11 +464,45 @@ def _classes():
                     style=_SLIDER_STYLE,
                     layout=W.Layout(width=_CONTROL_WIDTH),
                 ),
+                # Lesson 08: MLA's latent (d_c + d_h^R numbers per token and layer) and a
+                # sliding window. Each shares a row with a short menu (d_head, bytes), so the
+                # explorer is no taller than before and still fits a laptop screen.
+                "latent_dim": W.Dropdown(
+                    options=_with_value(KV_LATENTS, int(latent_dim)),
+                    value=int(latent_dim),
+                    description="latent",
+                    style={"description_width": "44px"},
+                    layout=W.Layout(width="198px"),
+                ),
+                "window": W.Dropdown(
+                    options=_with_value(KV_WINDOWS, int(window)),
+                    value=int(window),
+                    description="window",
+                    style={"description_width": "50px"},
+                    layout=W.Layout(width="138px"),
+                ),
             }
+            controls["d_head"].layout.width = "140px"
+            controls["d_head"].style.description_width = "50px"
+            controls["bytes_per_element"].layout.width = "200px"
+            controls["bytes_per_element"].style.description_width = "40px"
             self.models_table = _html(width="100%")
             self.summary.layout = W.Layout(flex="1 1 300px", min_width="0")
             # The controls in a column beside the headline sizes; the real models below.
-            left = _column(self.preset, *controls.values(), self.kind_buttons, width=_CONTROL_WIDTH)
+            c = controls
+            left = _column(
+                self.preset,
+                c["num_layers"],
+                c["num_heads"],
+                c["num_kv_heads"],
+                W.HBox([c["d_head"], c["latent_dim"]], layout=W.Layout(width=_CONTROL_WIDTH)),
+                c["seq_len"],
+                W.HBox(
+                    [c["bytes_per_element"], c["window"]], layout=W.Layout(width=_CONTROL_WIDTH)
+                ),
+                self.kind_buttons,
+                width=_CONTROL_WIDTH,
+            )
             super().__init__(children=[_row(left, self.summary), self.models_table])
             self.add_class("mha-kv-cache-explorer")
             self._setup(controls)
@@ -469,17 +516,25 @@ def _classes():
                 self.set_values(
                     num_layers=cfg.num_layers,
                     num_heads=cfg.num_heads,
-                    num_kv_heads=cfg.num_kv_heads,
+                    # MLA has no KV heads: the slider keeps a valid value it does not use.
+                    num_kv_heads=cfg.num_heads if cfg.num_kv_heads is None else cfg.num_kv_heads,
                     d_head=cfg.d_head,
+                    latent_dim=cfg.kv_latent_dim or 0,
+                    window=cfg.sliding_window or 0,
                 )
             else:  # "(set by hand)" chosen: the menu goes back to a model the settings match
                 self.refresh()
 
         def _set_kind(self, change):
             h = self.controls["num_heads"].value
+            if change["new"] == "MLA":
+                latent = self.controls["latent_dim"].value or 576  # DeepSeek-V2's 512 + 64
+                g = self.controls["num_kv_heads"].value
+                self.set_values(latent_dim=latent, num_kv_heads=g if h % g == 0 else h)
+                return
             g = {"MHA": h, "MQA": 1, "GQA": _gqa_kv_heads(h)}.get(change["new"])
             if g is not None:
-                self.set_values(num_kv_heads=g)
+                self.set_values(num_kv_heads=g, latent_dim=0)
             else:  # GQA needs a divisor of h strictly between 1 and h; say so
                 self.refresh()
                 if change["new"] == "GQA":
@@ -586,9 +641,14 @@ def kv_cache_explorer(
     d_head: int = 128,
     seq_len: int = 4096,
     bytes_per_element: float = 2,
+    latent_dim: int = 0,
+    window: int = 0,
 ):
     """Controls for layers, query heads, KV heads (MHA / GQA / MQA), d_head, context length and
     bytes per element; shows the cache per token and per sequence, and real models' caches.
+    ``latent_dim`` > 0 caches an MLA latent of that many numbers per token and layer instead of
+    K and V heads (DeepSeek-V2: 576); ``window`` > 0 keeps only the last ``window`` positions
+    (a sliding window's rolling buffer; Mistral 7B: 4096). Both come from lesson 08.
 
     The defaults are Llama 2 70B in fp16 (1.25 GiB at 4096 tokens).
     """
@@ -599,6 +659,8 @@ def kv_cache_explorer(
         d_head=d_head,
         seq_len=seq_len,
         bytes_per_element=bytes_per_element,
+        latent_dim=latent_dim,
+        window=window,
     )
 
 

@@ -234,6 +234,11 @@ def test_value_hash_drift_check_catches_a_real_change():
     assert not data_agrees({"questions": [changed.entry()]}, {"questions": [q.entry()]}, [q])
     wrong_mistake = _ValueQuestion(1.234565, 2.0001)
     assert not data_agrees({"questions": [wrong_mistake.entry()]}, {"questions": [q.entry()]}, [q])
+    stored, fresh = q.entry(), q.entry()  # anything else stored beside the hashes counts too
+    stored["public"]["readings"], fresh["public"]["readings"] = ["a", 1.0], ["a", 1.5]
+    assert not data_agrees({"questions": [stored]}, {"questions": [fresh]}, [q])
+    fresh["public"]["readings"] = ["a", 1.0 + 1e-15]
+    assert data_agrees({"questions": [stored]}, {"questions": [fresh]}, [q])
 
 
 def test_release_check_passes_on_generic_kernels():

@@ -203,7 +203,7 @@ def _wait(condition, seconds: float = 20.0) -> bool:
     return condition()
 
 
-@pytest.mark.parametrize("how", ["timeout", "grader exits"])
+@pytest.mark.parametrize("how", ["timeout", "grader exits", "grader gets SIGTERM"])
 def test_the_sandbox_ends_whatever_its_inside_does(tmp_path, how):
     """A submission that ignores every signal it can and names itself: it is gone after its
     wall-clock limit, and when the grader exits while it runs (the grader kills its cgroup and
@@ -220,15 +220,21 @@ def test_the_sandbox_ends_whatever_its_inside_does(tmp_path, how):
     script = textwrap.dedent(
         f"""
         import sys, threading, time
-        from mha_helpers.grading import sandbox
+        from concurrent.futures import ThreadPoolExecutor
+        from mha_helpers.grading import commands, sandbox
         job = {{"cells": [{{"source": {cell!r}}}], "questions": [], "cell_timeout": 600}}
         done = threading.Event()
         def go():
             out = sandbox.run(job, sandbox.Limits(wall_seconds={wall}, cpu_seconds=600))
             print("reason", out.reason, flush=True)
             done.set()
+        how = {how!r}
+        if how == "grader gets SIGTERM":  # as mha-course grade runs: a pool of workers
+            commands._end_sandboxes_on_signals()
+            with ThreadPoolExecutor(2) as pool:
+                pool.submit(go).result()
         threading.Thread(target=go, daemon=True).start()
-        if {how == "grader exits"!r}:
+        if how == "grader exits":
             time.sleep(float(sys.argv[1]))
             sys.exit(0)  # the grader exits while the sandbox runs
         done.wait()
@@ -242,10 +248,39 @@ def test_the_sandbox_ends_whatever_its_inside_does(tmp_path, how):
     )
     try:
         assert _wait(lambda: _marker_alive(marker), 30), "the sandbox never started"
+        if how == "grader gets SIGTERM":
+            proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
     if how == "timeout":
         assert "reason timeout" in stdout, (stdout, stderr)
+    if how == "grader gets SIGTERM":
+        assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, stderr[-2000:])
     assert _wait(lambda: not _marker_alive(marker), 10), "the sandbox outlived the grader"
+
+
+def test_no_cgroup_is_left_behind():
+    """Every run's cgroup is removed (at once, or by the next sweep), and those of a grader that
+    died without cleaning up are swept when the next grader starts."""
+    if sandbox.accounting() == "rlimits":
+        pytest.skip("this machine gives the grader no cgroup")
+    _, bases = sandbox._cgroup_parents()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphans = [Path(b) / f"mha-grade-{dead.pid}-0" for b in bases]
+    for o in orphans:
+        o.mkdir()
+    job = {"cells": [{"source": "x = 1"}], "questions": [], "cell_timeout": 20}
+    for _ in range(3):
+        assert sandbox.run(job, sandbox.Limits(wall_seconds=40)).report is not None
+
+    def ours():
+        return [p for b in bases for p in Path(b).glob(f"mha-grade-{os.getpid()}-*")]
+
+    sandbox._sweep()
+    assert _wait(lambda: (sandbox._sweep() or True) and not ours(), 20), ours()
+    sandbox._cgroup_parents.cache_clear()  # as a new grader does
+    assert sandbox.accounting() != "rlimits"
+    assert not [o for o in orphans if o.exists()]

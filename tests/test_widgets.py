@@ -359,8 +359,8 @@ def test_encoder_only_models_are_not_in_the_table_and_the_note_says_why():
     assert "encoder-only models (BERT-base, BERT-large and ViT-B/16)" in note
     assert "keep no cache" in note and "the decoder's" in note
     labels = [label for label, _ in ex.preset.options]
-    assert not any(name in label for label in labels for name in ("BERT", "ViT", "DeepSeek"))
-    assert "T5-base decoder (MHA)" in labels
+    assert not any(name in label for label in labels for name in ("BERT", "ViT"))
+    assert "T5-base decoder (MHA)" in labels and "DeepSeek-V2 (MLA)" in labels
 
 
 @pytest.mark.parametrize(
@@ -467,6 +467,53 @@ def test_the_model_menu_names_the_model_the_settings_match():
     assert ex.preset.value == "Falcon-7B"
     assert kv_cache_explorer(32, 32, 8, 128).preset.value == "Llama 3 8B"
     assert kv_cache_explorer(10, 10, 10, 64).preset.label == "(set by hand)"
+
+
+def test_kv_cache_view_mla_and_sliding_window():
+    """Lesson 08: an MLA latent replaces the K/V heads; a sliding window caps the positions."""
+    ds = MODEL_CONFIGS["DeepSeek-V2"]
+    v = kv_cache_view(60, 128, 128, 128, 4096, 2, latent_dim=576)
+    assert v.ok and v.kind == "MLA" and v.per_token == ds.kv_cache_bytes_per_token() == 576 * 60 * 2
+    assert v.per_sequence == ds.cache_bytes(4096) and v.matches == ("DeepSeek-V2",)
+    assert v.mha_per_sequence == kv_cache_bytes(60, 128, 128, 4096, 2)
+    assert "56.9\u00d7 smaller" in text(W.render_kv_cache_summary_html(v))  # 1 / 1.76 %
+    # MLA ignores the KV heads, so a count that does not divide h is no error there.
+    assert kv_cache_view(60, 128, 6, 128, 4096, 2, latent_dim=576).ok
+    mistral = MODEL_CONFIGS["Mistral 7B"]
+    w = kv_cache_view(32, 32, 8, 128, 32768, 2, window=4096)
+    assert w.per_sequence == mistral.cache_bytes(32768) == w.per_token * 4096
+    assert w.matches == ("Mistral 7B",) and "8\u00d7 less" in w.window_text
+    assert kv_cache_view(32, 32, 8, 128, 32768, 2).matches == ("Llama 3 8B",)  # no window
+    short = kv_cache_view(32, 32, 8, 128, 2048, 2, window=4096)
+    assert (
+        short.per_sequence == short.per_token * 2048 and "nothing is dropped" in short.window_text
+    )
+    assert not kv_cache_view(32, 32, 8, 128, 2048, 2, window=-1).ok
+    html = W.render_kv_cache_html(
+        kv_cache_view(60, 128, 128, 128, 4096, 2, latent_dim=576, window=1024)
+    )
+    assert "an MLA latent of 576, a sliding window of 1,024" in text(html)
+    # Without a latent or a window the picture is what it was (lesson 05's stored output).
+    assert "latent" not in text(W.render_kv_cache_html(kv_cache_view())).split("Real models")[0]
+
+
+def test_kv_cache_explorer_mla_button_and_models_with_a_latent_or_a_window():
+    ex = kv_cache_explorer()
+    ex.preset.value = "DeepSeek-V2"
+    assert ex.values()["latent_dim"] == 576 and ex.values()["window"] == 0
+    assert ex.kind_buttons.value == "MLA"
+    assert "67.5 KiB per token, 270 MiB per sequence" in text(ex.summary.value)
+    ex.kind_buttons.value = "MHA"  # back to K and V heads: one per query head
+    assert ex.values()["latent_dim"] == 0 and ex.values()["num_kv_heads"] == 128
+    ex.kind_buttons.value = "MLA"
+    assert ex.values()["latent_dim"] == 576 and ex.preset.value == "DeepSeek-V2"
+    ex.preset.value = "Mistral 7B"
+    assert ex.values()["window"] == 4096 and ex.values()["latent_dim"] == 0
+    ex.controls["seq_len"].value = 32768
+    assert "512 MiB per sequence of 32,768 tokens" in text(ex.summary.value)
+    ex.controls["window"].value = 0  # no window: no longer Mistral 7B's settings
+    assert "4 GiB per sequence" in text(ex.summary.value) and ex.preset.value == "Llama 3 8B"
+    assert kv_cache_explorer(latent_dim=300).controls["latent_dim"].value == 300
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,6 +37,15 @@ KV_DTYPES = (
     ("int8 / fp8 (1 byte)", 1),
     ("int4 (0.5 bytes)", 0.5),
 )
+# Multi-head latent attention (lesson 08): numbers cached per token and layer, d_c + d_h^R.
+KV_LATENTS = (
+    ("none", 0),
+    ("256", 256),
+    ("576 (DeepSeek-V2)", 576),
+    ("1,024", 1024),
+)
+# A sliding window caps the cached positions (a rolling buffer; Mistral 7B keeps 4,096).
+KV_WINDOWS = (("none", 0), ("1,024", 1024), ("2,048", 2048), ("4,096", 4096), ("8,192", 8192))
 KV_MAX_HEADS = 128
 KV_MAX_LAYERS = 128
 
@@ -81,6 +90,9 @@ class KVCacheView:
     mha_per_sequence: int | float | None = None  # the same model with one KV head per query head
     models: tuple = ()  # ModelCacheRow for every model of MODEL_CONFIGS that keeps a KV cache
     matches: tuple = ()  # names of the menu's models whose layers and heads equal your settings
+    latent_dim: int = 0  # MLA: numbers cached per token and layer (0: K and V heads)
+    window: int = 0  # a sliding window of this many positions (0: none)
+    window_text: str = ""
 
 
 def _gqa_kv_heads(num_heads: int) -> int | None:
@@ -116,8 +128,26 @@ def cache_models() -> tuple:
 
 
 def menu_models() -> tuple:
-    """The models the "load model" menu offers: those that cache K and V heads (not a latent)."""
-    return tuple(c for c in cache_models() if c.num_kv_heads is not None)
+    """The models the "load model" menu offers: every model that keeps a KV cache (with MLA's
+    latent and a sliding window set from the model, lesson 08)."""
+    return cache_models()
+
+
+def _matches(num_layers, num_heads, num_kv_heads, d_head, latent_dim, window) -> tuple:
+    """The menu's models whose every setting, latent and sliding window included, is yours."""
+    if latent_dim:
+        return tuple(
+            c.name
+            for c in menu_models()
+            if (c.num_layers, c.num_heads, c.d_head, c.kv_latent_dim)
+            == (num_layers, num_heads, d_head, latent_dim)
+            and (c.sliding_window or 0) == window
+        )
+    return tuple(
+        name
+        for name in matching_models(num_layers, num_heads, num_kv_heads, d_head)
+        if (MODEL_CONFIGS[name].sliding_window or 0) == window
+    )
 
 
 def matching_models(num_layers: int, num_heads: int, num_kv_heads: int, d_head: int) -> tuple:
@@ -198,6 +228,8 @@ def kv_cache_view(
     d_head: int = 128,
     seq_len: int = 4096,
     bytes_per_element: float = 2,
+    latent_dim: int = 0,
+    window: int = 0,
 ) -> KVCacheView:
     """What the KV-cache explorer shows (pure). Sizes come from :func:`kv_cache_bytes`.
 
@@ -206,6 +238,11 @@ def kv_cache_view(
     ('GQA', '320 KiB', '1.25 GiB')
     >>> kv_cache_view(80, 64, 6, 128, 4096, 2).ok
     False
+    >>> v = kv_cache_view(60, 128, 128, 128, 4096, 2, latent_dim=576)   # DeepSeek-V2's MLA
+    >>> v.kind, v.per_token_text
+    ('MLA', '67.5 KiB')
+    >>> kv_cache_view(32, 32, 8, 128, 32768, 2, window=4096).per_sequence_text   # Mistral 7B
+    '512 MiB'
     """
     args = (
         int(num_layers),
@@ -216,16 +253,19 @@ def kv_cache_view(
         bytes_per_element,
     )
     L, h, g, d_h, n, b = args
-    matches = matching_models(L, h, g, d_h)
-    if min(L, h, g, d_h, n) < 1 or not b > 0:
+    latent, window = int(latent_dim), int(window)
+    extra = {"latent_dim": latent, "window": window}
+    matches = _matches(L, h, g, d_h, latent, window)
+    if min(L, h, g, d_h, n) < 1 or not b > 0 or min(latent, window) < 0:
         return KVCacheView(
             *args,
             ok=False,
             models=(),
             matches=matches,
             message="Every count must be at least 1 and bytes per element positive.",
+            **extra,
         )
-    if h % g:
+    if h % g and not latent:
         fits = divisors(h, KV_MAX_HEADS)
         return KVCacheView(
             *args,
@@ -238,24 +278,54 @@ def kv_cache_view(
                 f"whole number). To fix it, set the KV heads to a divisor of {h} "
                 f"({join_or(fits)})."
             ),
+            **extra,
         )
-    per_token = kv_cache_bytes(L, g, d_h, 1, b)
-    per_sequence = kv_cache_bytes(L, g, d_h, n, b)
+    kept = min(n, window) if window else n  # a rolling buffer keeps the last `window` positions
+    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
+    if latent:
+        per_token = latent * L * b
+        per_token = int(per_token) if float(per_token).is_integer() else per_token
+        kind = "MLA"
+        kind_text = (
+            f"MLA: one latent of {latent} numbers per token and layer, from which the keys and "
+            f"values of all {h} query heads are rebuilt (the KV-heads setting is not used)"
+        )
+        formula = (
+            f"{latent} (latent d_c + RoPE key d_h^R) \u00d7 {L} layers \u00d7 {b_text} = "
+            f"{fmt_int(per_token) if float(per_token).is_integer() else per_token} bytes per token"
+        )
+    else:
+        per_token = kv_cache_bytes(L, g, d_h, 1, b)
+        kind = _kind(h, g)
+    per_sequence = per_token * kept
     models = _model_rows(n, b, per_token)
-    mha = kv_cache_bytes(L, h, d_h, n, b)
-    kind = _kind(h, g)
-    if kind == "MHA":
+    mha = kv_cache_bytes(L, h, d_h, kept, b)
+    window_text = ""
+    if window and window < n:
+        window_text = (
+            f"Sliding window of {fmt_int(window)}: a rolling buffer keeps only the last "
+            f"{fmt_int(window)} of the {fmt_int(n)} positions, {n / window:.3g}\u00d7 less than "
+            f"keeping them all."
+        )
+    elif window:
+        window_text = (
+            f"Sliding window of {fmt_int(window)}: longer than the {fmt_int(n)} tokens, so "
+            f"nothing is dropped yet."
+        )
+    if kind == "MLA":
+        pass
+    elif kind == "MHA":
         kind_text = f"MHA: every one of the {h} query heads has its own key and value head"
     elif kind == "MQA":
         kind_text = f"MQA: all {h} query heads share a single key and value head"
     else:
         kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
-    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
-    formula = (
-        f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
-        f"{b_text} = {fmt_int(per_token) if float(per_token).is_integer() else per_token} "
-        f"bytes per token"
-    )
+    if kind != "MLA":
+        formula = (
+            f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
+            f"{b_text} = {fmt_int(per_token) if float(per_token).is_integer() else per_token} "
+            f"bytes per token"
+        )
     return KVCacheView(
         *args,
         ok=True,
@@ -270,6 +340,8 @@ def kv_cache_view(
         mha_per_sequence=mha,
         models=models,
         matches=matches,
+        window_text=window_text,
+        **extra,
     )
 
 
@@ -284,12 +356,21 @@ def render_kv_cache_summary_html(view: KVCacheView) -> str:
             f'<div class="mha-kv-same">These are the layers and heads of '
             f"{esc(join_and(labels))}.</div>"
         )
-    if view.kind != "MHA":
+    if view.kind == "MLA":
+        ratio = compared_text(view.per_sequence, view.mha_per_sequence).replace("same", "no")
+        saving = (
+            f"<div>With a key and a value head per query head (MHA) the cache would be "
+            f"{format_bytes(view.mha_per_sequence)}: the latent makes it {ratio}.</div>"
+        )
+    elif view.kind != "MHA":
         saving = (
             f"<div>With one KV head per query head (MHA) the cache would be "
             f"{format_bytes(view.mha_per_sequence)}: sharing makes it "
             f"{view.num_heads // view.num_kv_heads}\u00d7 smaller.</div>"
         )
+    if view.window_text:
+        saving += f'<div class="mha-kv-window">{esc(view.window_text)}</div>'
+
     return (
         f"{BOX}"
         f'<div style="font-size:1.15em;font-weight:bold" class="mha-kv-total">'
@@ -328,7 +409,7 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
         body.append(
             f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
             f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
-            f'{view.num_heads}</td><td style="{td}">{view.num_kv_heads}</td><td style="{td}">'
+            f'{view.num_heads}</td><td style="{td}">{"latent" if view.latent_dim else view.num_kv_heads}</td><td style="{td}">'
             f'{view.d_head}</td><td style="{td}"></td>'
             f'<td style="{td};white-space:nowrap">{view.per_token_text}</td>'
             f'<td style="{td};white-space:nowrap">{view.per_sequence_text}</td>'
@@ -395,7 +476,10 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
         settings = settings_line(
             f"KV-cache explorer at {view.num_layers} layers, {view.num_heads} query heads, "
             f"{view.num_kv_heads} KV heads, d_head = {view.d_head}, {fmt_int(view.seq_len)} "
-            f"tokens, {view.bytes_per_element:g} bytes per element."
+            f"tokens, {view.bytes_per_element:g} bytes per element"
+            + (f", an MLA latent of {view.latent_dim}" if view.latent_dim else "")
+            + (f", a sliding window of {fmt_int(view.window)}" if view.window else "")
+            + "."
         )
     return (
         f'<div class="mha-kv-picture">{settings}{render_kv_cache_summary_html(view)}'

@@ -8,7 +8,9 @@ for a usage error (in which case nothing is written).
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,11 +26,22 @@ __all__ = ["grade_command", "check_solutions"]
 def grade_command(args) -> int:
     """``mha-course grade``: exit 0 when every row is ok, 1 when any is not (a ``missing`` row
     included, or a manual score could not be merged), 2 for a usage error (nothing written)."""
+    previous = _end_sandboxes_on_signals()
+    try:
+        return _grade_command(args)
+    finally:
+        for signum, handler in previous.items():
+            try:
+                signal.signal(signum, handler)
+            except (ValueError, OSError, TypeError):
+                pass
+
+
+def _grade_command(args) -> int:
     from . import gradebook as gb
     from .lms import RosterError, read_roster
 
     safe_console()  # a name the terminal cannot show is escaped, never an error
-    _end_sandboxes_on_sigterm()
 
     def usage(message):
         print(f"mha-course grade: {message}", file=sys.stderr)
@@ -210,22 +223,25 @@ def grade_command(args) -> int:
     return 1 if bad or problems or unwritten else 0
 
 
-def _end_sandboxes_on_sigterm() -> None:
-    """On SIGTERM, end every running sandbox at once (and start no new one), then exit."""
-    import signal
-    import threading
-
+def _end_sandboxes_on_signals() -> dict:
+    """On SIGTERM or Ctrl-C, end every running sandbox at once (and start no new one), then
+    exit. Returns the handlers it replaced."""
+    previous: dict = {}
     if threading.current_thread() is not threading.main_thread():
-        return
+        return previous
 
     def stop(signum, frame):
         sandbox.kill_all()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise SystemExit(128 + signum)
 
-    try:
-        signal.signal(signal.SIGTERM, stop)
-    except (ValueError, OSError):
-        pass
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            previous[signum] = signal.signal(signum, stop)
+        except (ValueError, OSError):
+            pass
+    return previous
 
 
 def _record(gb, row: dict, factor: float = 1.0) -> dict:

@@ -264,6 +264,10 @@ def _value_public_agrees(old: dict, new: dict, q, rtol: float, atol: float) -> b
 
     if not isinstance(old, dict) or set(old) != set(new) or not isinstance(old.get("info"), dict):
         return False
+    if any(  # anything else a value question stores: numbers within tolerance, the rest exact
+        not _numbers_agree(old[k], new[k], rtol, atol) for k in new if k not in ("info", "mistakes")
+    ):
+        return False
     info_old, info_new = old["info"], new["info"]
     if {k: v for k, v in info_old.items() if k != "hashes"} != {
         k: v for k, v in info_new.items() if k != "hashes"

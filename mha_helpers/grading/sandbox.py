@@ -440,16 +440,56 @@ class Cgroup:
                     pass
             time.sleep(0.01)
 
-    def remove(self) -> None:
+    def remove(self, tries: int = 20) -> bool:
+        """Remove the folders (once their processes are gone); False when one is still busy,
+        in which case it is kept for a later sweep (:func:`_sweep`)."""
+        left = []
         for folder in self.folders:
-            for _ in range(100):
+            for attempt in range(tries):
                 try:
                     folder.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.01)
+                    if attempt + 1 == tries:
+                        left.append(folder)
+                    else:
+                        time.sleep(0.01)
+        if left:
+            with _STALE_LOCK:
+                _STALE.append(Cgroup(self.kind, left))
+        return not left
+
+
+_STALE: list = []  # cgroups whose processes were still exiting when their run ended
+_STALE_LOCK = threading.Lock()
+
+
+def _sweep(bases=()) -> None:
+    """Remove cgroups left behind: this process's (their processes have exited by now) and
+    those of graders that are no longer running (a grader killed with SIGKILL)."""
+    with _STALE_LOCK:
+        stale, _STALE[:] = list(_STALE), []
+    for cg in stale:
+        cg.kill()
+        cg.remove(tries=1)
+    for base in bases:
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
+            continue
+        for e in entries:
+            parts = e.name.split("-")
+            if len(parts) != 4 or parts[:2] != ["mha", "grade"] or not parts[2].isdigit():
+                continue
+            pid = int(parts[2])
+            if pid == os.getpid() or os.path.exists(f"/proc/{pid}"):
+                continue  # ours (handled above) or a grader still running
+            try:
+                os.rmdir(e.path)
+            except OSError:
+                pass
 
 
 _COUNTER = itertools.count()
@@ -486,6 +526,8 @@ def _parents() -> tuple[str, list[Path]] | None:
 
 def _make_cgroup(parents, limits: Limits) -> Cgroup | None:
     kind, bases = parents
+    if _STALE:
+        _sweep()
     name = f"mha-grade-{os.getpid()}-{next(_COUNTER)}"
     made: list[Path] = []
     try:
@@ -518,6 +560,7 @@ def _cgroup_parents():
     parents = _parents()
     if parents is None:
         return None
+    _sweep(parents[1])
     cg = _make_cgroup(parents, Limits())
     if cg is None:
         return None
@@ -588,9 +631,15 @@ def kill_all() -> None:
         handles = list(_LIVE.values())
     for h in handles:
         h.kill()
+    if _STALE:
+        _sweep()
 
 
 atexit.register(kill_all)
+try:  # before the interpreter waits for worker threads, which may be inside a sandbox
+    threading._register_atexit(kill_all)
+except (AttributeError, RuntimeError):
+    pass
 
 
 @lru_cache(maxsize=None)

@@ -387,8 +387,22 @@ register(
             Mistake(
                 "causal triangle",
                 12 * 1024 * 1025 // 2,
-                "That counts only the causal triangle (the weights a mask leaves non-zero). The "
-                "layer still computes a full n x n matrix in every head.",
+                "That is 12 * 1024 * 1025 / 2: only the causal triangle, the n(n+1)/2 weights per "
+                "head the mask leaves non-zero. The question counts the masked zeros too: the layer "
+                "computes and stores the whole n x n matrix in every head, so count n * n per head.",
+            ),
+            Mistake(
+                "masked zeros only",
+                12 * 1024 * 1023 // 2,
+                "That is 12 * 1024 * 1023 / 2: only the zeros the causal mask puts above the "
+                "diagonal. The question asks for every weight, the zeros and the n(n+1)/2 allowed "
+                "ones together: n * n per head.",
+            ),
+            Mistake(
+                "one head's causal triangle",
+                1024 * 1025 // 2,
+                "That is one head's causal triangle, n(n+1)/2. Count every entry of the n x n "
+                "matrix, masked zeros included, and every one of the 12 heads.",
             ),
             Mistake(
                 "d_head matrices",
