@@ -434,6 +434,44 @@ def _without(keep, head):
     return out
 
 
+def _logits_with_heads(params, tokens, num_heads, layer):
+    """A function ``mask -> logits``: the model with ``layer``'s heads scaled by a 0/1 ``mask``.
+
+    For the last layer the logits are linear in the mask: the heads' outputs reach the logits
+    only through ``W_O`` and the readout, so each head's share of the logits is computed once
+    and a mask only weights the shares (the same logits as :func:`forward` with ``head_masks``,
+    up to rounding, and pruning searches try many masks). For an earlier layer, the later
+    layers read the masked output, so every mask runs :func:`forward`.
+    """
+    layers = num_layers(params)
+    if layer != layers - 1:
+
+        def run(mask):
+            masks = [np.ones(num_heads)] * layers
+            masks[layer] = mask
+            return forward(params, tokens, num_heads, masks)[0]
+
+        return run
+    _, _, cache = forward(params, tokens, num_heads, return_cache=True)
+    inputs, concat = cache["layers"][layer]["x"], cache["layers"][layer]["concat"]
+    w_o, unembed = params[f"layers.{layer}.w_o"], params["unembed"]
+    d_head = w_o.shape[0] // num_heads
+    base = inputs @ unembed  # (batch, n, C): the stream before this layer, read out
+    shares = np.stack(
+        [
+            concat[..., i * d_head : (i + 1) * d_head]
+            @ w_o[i * d_head : (i + 1) * d_head]
+            @ unembed
+            for i in range(num_heads)
+        ]
+    )  # (h, batch, n, C): what each head adds to the logits
+
+    def combine(mask):
+        return base + np.tensordot(np.asarray(mask, dtype=float), shares, axes=1)
+
+    return combine
+
+
 def head_importance(params, tokens, targets, num_heads, layer=0, keep=None) -> np.ndarray:
     """How much the loss rises when each head of ``layer`` is removed, one at a time: ``(h,)``.
 
@@ -442,15 +480,18 @@ def head_importance(params, tokens, targets, num_heads, layer=0, keep=None) -> n
     model relies on; a value near 0 (or below) a head it can do without. Michel et al. (2019)
     estimate the same quantity with one gradient per head; here it is measured directly.
     """
-    layers = num_layers(params)
+    return _importance(
+        _logits_with_heads(params, tokens, num_heads, layer), targets, num_heads, keep
+    )
+
+
+def _importance(logits_for, targets, num_heads, keep=None) -> np.ndarray:
     keep = np.ones(num_heads) if keep is None else np.asarray(keep, dtype=float)
     if keep.shape != (num_heads,):
         raise ValueError(f"keep has shape {_fmt(keep.shape)}, expected (h,) = ({num_heads},)")
 
     def loss(mask):
-        masks = [np.ones(num_heads)] * layers
-        masks[layer] = mask
-        return cross_entropy(forward(params, tokens, num_heads, masks)[0], targets)[0]
+        return cross_entropy(logits_for(mask), targets)[0]
 
     base = loss(keep)
     return np.array(
@@ -465,9 +506,10 @@ def pruning_order(params, tokens, targets, num_heads, layer=0) -> list[int]:
     (:func:`head_importance`, given the heads already removed) and the one whose removal
     raises the loss least goes next. Measure on data kept apart from the test set.
     """
+    logits_for = _logits_with_heads(params, tokens, num_heads, layer)
     keep, order = np.ones(num_heads), []
     for _ in range(num_heads):
-        importance = head_importance(params, tokens, targets, num_heads, layer, keep)
+        importance = _importance(logits_for, targets, num_heads, keep)
         head = int(np.nanargmin(importance))
         order.append(head)
         keep[head] = 0.0
@@ -484,14 +526,14 @@ def accuracy_after_pruning(params, tokens, targets, num_heads, order, layer=0) -
     >>> accuracy_after_pruning(p, tokens, targets, num_heads=2, order=[1, 0]).shape
     (3,)
     """
-    layers = num_layers(params)
+    logits_for = _logits_with_heads(params, tokens, num_heads, layer)
+    used = np.asarray(targets) >= 0
     keep, out = np.ones(num_heads), []
     for k in range(len(order) + 1):
         if k:
             keep = _without(keep, order[k - 1])
-        masks = [np.ones(num_heads)] * layers
-        masks[layer] = keep
-        out.append(accuracy(params, tokens, targets, num_heads, head_masks=masks))
+        right = logits_for(keep).argmax(axis=-1) == targets  # (batch, n)
+        out.append(float(right[used].mean()))
     return np.array(out)
 
 

@@ -432,3 +432,27 @@ def test_remove_paths_are_checked(bad):
         forward(params, tokens, 2, remove_paths=[bad])
     with pytest.raises(ValueError, match="return_cache"):
         forward(params, tokens, 2, remove_paths=[(0, "1.k")], return_cache=True)
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_head_importance_in_either_layer_of_a_two_layer_model(layer):
+    """The last layer's importance is computed from each head's share of the logits, an earlier
+    layer's by running the model: both must equal the loss increase of a pruned forward pass."""
+    params, tokens, targets = _small_problem(2, seed=8, batch=5)
+    imp = head_importance(params, tokens, targets, num_heads=2, layer=layer)
+    base = cross_entropy(forward(params, tokens, 2)[0], targets)[0]
+    for head in range(2):
+        masks = [np.ones(2), np.ones(2)]
+        masks[layer] = _without_head(head)
+        pruned = cross_entropy(forward(params, tokens, 2, head_masks=masks)[0], targets)[0]
+        assert imp[head] == pytest.approx(pruned - base, rel=1e-9, abs=1e-12)
+    curve = accuracy_after_pruning(params, tokens, targets, 2, order=[1, 0], layer=layer)
+    masks = [np.ones(2), np.ones(2)]
+    masks[layer] = _without_head(1)
+    assert curve[1] == accuracy(params, tokens, targets, 2, head_masks=masks)
+
+
+def _without_head(head):
+    keep = np.ones(2)
+    keep[head] = 0.0
+    return keep
