@@ -8,7 +8,7 @@
     "div.cell_output",
     "div.cell_output .output",
     "div.cell_output .text_html",
-    ".bd-article .math",
+    ".bd-article div.math",
     ".bd-article .katex-display",
     ".bd-article .table-wrapper",
     ".bd-article table.table",
