@@ -57,10 +57,14 @@ PLACEHOLDER_REPOSITORY = f"https://github.com/{PLACEHOLDER_OWNER}/mha-course"
 URL_KEYS = ("Repository", "repository", "Source", "source", "Source Code", "Homepage", "homepage")
 JUPYTERLAB_URL = "http://localhost:8888/lab/tree/{path}"  # what `make lab` serves (default port)
 BINDER_HUB = "https://mybinder.org"
+COLAB = "https://colab.research.google.com"
+DEFAULT_BRANCH = "main"  # Colab needs a branch name (Binder's links use HEAD)
 
 # Guides in the order a reader wants them; any other docs/*.md follows, alphabetically.
 DOCS_ORDER = ("learner_guide", "instructor_guide", "sources")
 LESSON_GLOB = "[0-9][0-9]_*.ipynb"
+INSTALL_CHECK_TAG = "course-install-check"  # mha_helpers.notebooks.INSTALL_CHECK_TAG
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 KATEX_CSS_VERSION = "0.16.22"  # site_src/_static/katex/ (see site_src/README.md)
 
 
@@ -108,6 +112,16 @@ def binder_url(repo_url: str, path: str, ref: str = "HEAD") -> str:
     if parts.netloc == "gitlab.com" and slug:
         return f"{BINDER_HUB}/v2/gl/{urllib.parse.quote(slug, safe='')}/{ref}?{query}"
     return f"{BINDER_HUB}/v2/git/{urllib.parse.quote(repo_url, safe='')}/{ref}?{query}"
+
+
+def colab_url(repo_url: str, path: str, branch: str = DEFAULT_BRANCH) -> str | None:
+    """A Google Colab link that opens ``path`` from a GitHub repository (None for any other
+    host: Colab opens notebooks from GitHub only). The notebook's first cell installs the course."""
+    parts = urllib.parse.urlsplit(repo_url)
+    slug = parts.path.strip("/").removesuffix(".git")
+    if parts.netloc != "github.com" or slug.count("/") != 1:
+        return None
+    return f"{COLAB}/github/{slug}/blob/{branch}/{urllib.parse.quote(path, safe='/')}"
 
 
 def jupyterlab_url(path: str) -> str:
@@ -191,11 +205,14 @@ def home_page(readme: str, stage: Path, docs: list[str]) -> str:
         "notebooks/[0-9][0-9]_*",
         "```",
         "",
+        # The exercises straight under their caption (an index page in between would nest
+        # them twice: "Exercises > Exercises > ..."); exercises/index.md stays as a page.
         "```{toctree}",
         ":caption: Exercises",
         ":hidden:",
+        ":glob:",
         "",
-        "exercises/index",
+        "exercises/[0-9][0-9]_*",
         "```",
         "",
     ]
@@ -208,6 +225,10 @@ def exercises_page(names: list[str]) -> str:
     rows = "\n".join(f"- [{name}]({name}.ipynb)" for name in names)
     return "\n".join(
         [
+            "---",
+            "orphan: true",  # listed in the sidebar by the home page's toctree, not through here
+            "---",
+            "",
             "# Exercises",
             "",
             "One exercise notebook per lesson, with the same numbers. Each page shows the notebook a",
@@ -216,13 +237,6 @@ def exercises_page(names: list[str]) -> str:
             "answer is right and, if not, gives a hint aimed at the usual mistake.",
             "",
             rows,
-            "",
-            "```{toctree}",
-            ":hidden:",
-            ":glob:",
-            "",
-            "[0-9][0-9]_*",
-            "```",
             "",
         ]
     )
@@ -278,6 +292,16 @@ def rewrite_links(
     return MD_LINK.sub(repl, text)
 
 
+def _only_a_widget(output) -> bool:
+    """A widget view whose only other content is an empty text (what the explorers write after
+    their picture): nothing a static page can show."""
+    data = output.get("data", {})
+    rest = {k: v for k, v in data.items() if k != WIDGET_VIEW}
+    return WIDGET_VIEW in data and all(
+        k == "text/plain" and not "".join(v) for k, v in rest.items()
+    )
+
+
 def stage(dest: Path, root: Path = ROOT) -> dict:
     """Lay out the Sphinx source folder; returns what went in."""
     import nbformat
@@ -298,6 +322,19 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
         nb = nbformat.read(src, as_version=4)
         changed = False
         for cell in nb.cells:
+            tags = cell.metadata.get("tags", [])
+            if INSTALL_CHECK_TAG in tags and "remove-cell" not in tags:
+                # The set-up check is for a notebook run on its own; a reader of the site has
+                # nothing to install (myst-nb leaves out cells tagged remove-cell).
+                cell.metadata["tags"] = [*tags, "remove-cell"]
+                changed = True
+            outputs = cell.get("outputs", [])
+            kept = [o for o in outputs if not _only_a_widget(o)]
+            if len(kept) != len(outputs):
+                # A live widget's output: a page cannot run it, and what myst-nb would draw in
+                # its place is an empty box under the explorer's picture (the output before it).
+                cell.outputs = kept
+                changed = True
             if cell.cell_type == "markdown":
                 fixed = rewrite_links(cell.source, src.parent.name, staged, repo_url, root)
                 changed |= fixed != cell.source
@@ -503,6 +540,60 @@ def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
     return True
 
 
+SCREENSHOT_SIZES = {"1280": {"width": 1280, "height": 800}, "375": {"width": 375, "height": 740}}
+SCREENSHOT_THEMES = ("light", "dark")
+
+
+def screenshots(site: Path, folder: Path, page: str = SCREENSHOT_PAGE) -> list[Path]:
+    """A lesson page at 1280 and 375 px wide, in the light and the dark theme (four PNGs), at
+    the section with the shape explorer's picture: what issue 26 asks a reader to check."""
+    chromium = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        chromium = None
+    if chromium is None:
+        print(
+            f"note: no screenshots ({folder}): Chromium or playwright is missing", file=sys.stderr
+        )
+        return []
+    written = []
+    server, base = serve(site)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+            try:
+                for size, viewport in SCREENSHOT_SIZES.items():
+                    for theme in SCREENSHOT_THEMES:
+                        ctx = browser.new_context(viewport=viewport, device_scale_factor=1)
+                        ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda r: r.abort())
+                        ctx.add_init_script(
+                            f"localStorage.setItem('mode', '{theme}');"
+                            f"localStorage.setItem('theme', '{theme}');"
+                        )
+                        tab = ctx.new_page()
+                        tab.goto(f"{base}/{page}", wait_until="networkidle")
+                        tab.wait_for_function("document.fonts.status === 'loaded'")
+                        tab.evaluate(
+                            """() => { const e = document.querySelector('.mha-static-explorer');
+                            if (e) { e.scrollIntoView(); window.scrollBy(0, -120); } }"""
+                        )
+                        tab.wait_for_timeout(300)
+                        target = folder / f"{Path(page).stem}-{size}-{theme}.png"
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        tab.screenshot(path=str(target))
+                        written.append(target)
+                        ctx.close()
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    for target in written:
+        print(f"wrote {target}")
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -521,6 +612,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         metavar="PNG",
         help="then photograph a lesson page into this file (needs Chromium)",
+    )
+    parser.add_argument(
+        "--screenshots",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="then photograph a lesson at 1280 and 375 px, light and dark, into DIR",
     )
     parser.add_argument("--jobs", default="1", help="Sphinx's -j (default 1)")
     parser.add_argument(
@@ -542,6 +640,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.screenshot:
         screenshot(out, args.screenshot.resolve())
+    if args.screenshots:
+        screenshots(out, args.screenshots.resolve())
     return 0
 
 

@@ -10,6 +10,12 @@ content, and are changed here (each is checked in a real browser by tests/test_s
 - myst-nb prefers a widget view to the explorers' ``text/html`` fallback, so their static
   picture would vanish: ``nb_mime_priority_overrides`` drops the widget view;
 - the pydata-based theme logs "invalid theme mode" without a default mode: ``html_context``.
+
+For readers (issue 26): every lesson and exercise page has its run links (download the .ipynb,
+your JupyterLab, Binder, Colab) in the header's menu and in a box under its title; the footer
+states both licences; search excerpts work from ``file://`` (``search_offline.py``); boxes that
+scroll sideways are reachable by keyboard (``_static/mha_a11y.js``). tests/test_site.py checks
+each of these in Chromium, and runs axe-core on every page in the light and dark themes.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ site_build = _load_build_script()
 
 project = "Multi-head attention, hands on"
 author = "the course authors"
-copyright = "the course authors, MIT licence"  # noqa: A001  (Sphinx's name)
+copyright = "2026 the mha-course contributors"  # noqa: A001  (Sphinx's name); licences: footer
 html_title = project
 
 extensions = ["myst_nb", "sphinxcontrib.katex"]
@@ -58,6 +64,7 @@ myst_heading_anchors = 3
 katex_css_path = "katex/katex.min.css"  # in html_static_path; its fonts sit beside it
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
+html_js_files = ["mha_search_offline.js", "mha_a11y.js"]  # search_offline.py; scroll boxes
 
 # --- theme -----------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
@@ -84,22 +91,58 @@ html_theme_options = {
     "use_fullscreen_button": False,
     "navigation_with_keys": False,
     "search_bar_text": "Search the course...",
+    # Both licences, in every page's footer (the README's "Citing and licences" says the same).
+    "extra_footer": (
+        f'<p class="mha-licences">Code (the <code>mha_helpers</code> package and the notebooks\' '
+        f'code cells): <a href="{REPOSITORY_URL}/blob/HEAD/LICENSE">MIT licence</a>. '
+        f"Prose and figures (lessons, exercises, guides, the explorers' pictures): "
+        f'<a href="https://creativecommons.org/licenses/by/4.0/">CC BY 4.0</a> '
+        f'(<a href="{REPOSITORY_URL}/blob/HEAD/LICENSE-content.md">LICENSE-content.md</a>).</p>'
+    ),
 }
 
 
-def _launch_box(pagename: str, learner_guide: bool = False) -> str | None:
-    """The links at the top of a lesson or exercise page: download, JupyterLab, Binder."""
+def _run_links(pagename: str) -> list[tuple[str, str, str, str]] | None:
+    """``(class, url, text, what it does)`` for a lesson or exercise page: download, your
+    JupyterLab, Binder, Colab (Colab only for a GitHub repository). ``None`` for other pages."""
     folder, _, name = pagename.partition("/")
     if folder not in ("notebooks", "exercises") or name == "index":
         return None
     path = f"{folder}/{name}.ipynb"
-    links = (
-        f'<a class="mha-download" href="{name}.ipynb" download>download {name}.ipynb</a>',
-        f'<a class="mha-jupyterlab" href="{html.escape(site_build.jupyterlab_url(path))}">open it in '
-        f"your JupyterLab</a> (after <code>make lab</code> in your copy of the course)",
-        f'<a class="mha-binder" href="{html.escape(site_build.binder_url(REPOSITORY_URL, path))}">open it '
-        f"on Binder</a> (a temporary JupyterLab in the cloud)",
-    )
+    links = [
+        ("mha-download", f"{name}.ipynb", f"download {name}.ipynb", "the notebook file"),
+        (
+            "mha-jupyterlab",
+            site_build.jupyterlab_url(path),
+            "open it in your JupyterLab",
+            "after <code>make lab</code> in your copy of the course",
+        ),
+        (
+            "mha-binder",
+            site_build.binder_url(REPOSITORY_URL, path),
+            "open it on Binder",
+            "a temporary JupyterLab in the cloud",
+        ),
+    ]
+    colab = site_build.colab_url(REPOSITORY_URL, path)
+    if colab:
+        links.append(
+            (
+                "mha-colab",
+                colab,
+                "open it in Colab",
+                "Google's notebooks; its first cell installs the course",
+            )
+        )
+    return links
+
+
+def _launch_box(pagename: str, learner_guide: bool = False) -> str | None:
+    """The links at the top of a lesson or exercise page: download, JupyterLab, Binder, Colab."""
+    links = _run_links(pagename)
+    if links is None:
+        return None
+    folder = pagename.partition("/")[0]
     if folder == "notebooks":
         title = "Run this lesson"
         intro = (
@@ -124,10 +167,48 @@ def _launch_box(pagename: str, learner_guide: bool = False) -> str | None:
             )
             + "</p>"
         )
-    items = "".join(f"<li>{link}</li>" for link in links)
+    items = "".join(
+        f'<li><a class="{cls}" href="{html.escape(url)}"'
+        f"{' download' if cls == 'mha-download' else ''}>{text}</a> ({what})</li>"
+        for cls, url, text, what in links
+    )
     return (
         f'<div class="admonition note mha-launch"><p class="admonition-title">{title}</p>'
         f"<p>{intro}</p><ul>{items}</ul>{extra}</div>"
+    )
+
+
+def add_run_buttons(app, pagename, templatename, context, doctree) -> None:
+    """The same links in the page header's button bar (as Jupyter Book places them): one menu,
+    "Run or download this notebook", beside the theme's own buttons."""
+    links = _run_links(pagename)
+    if links is None or "header_buttons" not in context:
+        return
+    icons = {
+        "mha-download": "fas fa-download",
+        "mha-jupyterlab": "fas fa-laptop-code",
+        "mha-binder": "fas fa-rocket",
+        "mha-colab": "fas fa-cloud",
+    }
+    context["header_buttons"].insert(
+        0,
+        {
+            "type": "group",
+            "tooltip": "Run or download this notebook",
+            "icon": "fas fa-play",
+            "label": "mha-run-buttons",
+            "buttons": [
+                {
+                    "type": "link",
+                    "url": url,
+                    "text": text.replace(" it ", " ", 1).capitalize(),
+                    "tooltip": text,
+                    "icon": icons[cls],
+                    "label": cls,
+                }
+                for cls, url, text, _ in links
+            ],
+        },
     )
 
 
@@ -142,6 +223,19 @@ def add_launch_box(app, pagename, templatename, context, doctree) -> None:
     else:
         end += len("</h1>")
         context["body"] = body[:end] + box + body[end:]
+
+
+def write_search_texts(app, exception) -> None:
+    """The pages' text for search excerpts under file:// (site_src/search_offline.py)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    sys.path.insert(0, str(HERE))
+    try:
+        from search_offline import write_page_texts
+    finally:
+        sys.path.remove(str(HERE))
+    pages = [f"{doc}.html" for doc in sorted(app.env.found_docs)]
+    write_page_texts(Path(app.outdir), pages)
 
 
 def copy_notebooks(app, exception) -> None:
@@ -160,5 +254,7 @@ def copy_notebooks(app, exception) -> None:
 
 def setup(app):
     app.connect("html-page-context", add_launch_box)
+    app.connect("html-page-context", add_run_buttons, priority=600)  # after the theme's
     app.connect("build-finished", copy_notebooks)
+    app.connect("build-finished", write_search_texts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

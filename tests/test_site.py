@@ -532,3 +532,279 @@ def test_the_local_katex_stylesheet_has_its_fonts_beside_it():
     fonts = set(re.findall(r"url\((fonts/[^)]+\.woff2)\)", css))
     missing = sorted(f for f in fonts if not (katex / f).is_file())
     assert len(fonts) >= 10 and not missing, f"KaTeX fonts missing: {missing}"
+
+
+# --- reading the site: accessibility, run links, layout (issue 26) ---------------------------
+
+# WCAG 2.0, 2.1 and 2.2 at levels A and AA: the standard "accessible" means. (axe-core's
+# best-practice rules, such as "every part of the page in a landmark", are moderate at most.)
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+# What changes between the light and dark themes is colour; the rest of the page is the same.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+THEMES = ("light", "dark")
+
+
+def _themed_reader(browser, base_url, theme: str, viewport=DESKTOP) -> Reader:
+    """A reader whose theme is ``theme`` from the first page on (the theme's own saved choice)."""
+    r = Reader(browser, base_url, viewport)
+    r.context.add_init_script(
+        f"localStorage.setItem('mode', '{theme}'); localStorage.setItem('theme', '{theme}');"
+    )
+    return r
+
+
+def _open_themed(r: Reader, path: str, theme: str):
+    page = r.open(path)
+    assert page.evaluate("document.documentElement.dataset.theme") == theme, f"{path}: not {theme}"
+    # Wait for the page's own script to mark the boxes that scroll (site_src/_static/mha_a11y.js).
+    page.wait_for_function("document.documentElement.dataset.mhaScrollables === 'marked'")
+    page.wait_for_timeout(300)
+    return page
+
+
+def _axe(page, options: dict) -> dict:
+    """axe-core on the page. KaTeX's drawn formulas (``.katex-html``) are left out: thousands of
+    glyph boxes in the page's own text colour (checked in the prose around them), hidden from
+    assistive technology, which reads KaTeX's MathML instead; checking them would triple the
+    time of a lesson page and find nothing new."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    page.evaluate(Axe().axe_script)
+    return page.evaluate("options => axe.run({exclude: [['.katex-html']]}, options)", options)
+
+
+@pytest.fixture(scope="module")
+def axe_installed():
+    if importlib.util.find_spec("axe_playwright_python") is None:
+        _skip_or_fail("axe-playwright-python is not installed (pip install -e '.[test]')")
+
+
+READ_PAGES = ["index.html", *(_page(p) for p in LESSONS + EXERCISES + DOCS)]
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_axe_finds_no_serious_or_critical_violation_on_any_page(
+    browser, base_url, axe_installed, theme
+):
+    """axe-core on the home page and every lesson, exercise and guide: WCAG A and AA rules in
+    the light theme, and the colour rules again in the dark one. Target: 0 serious, 0 critical."""
+    r = _themed_reader(browser, base_url, theme)
+    rules = (
+        {"type": "tag", "values": WCAG_TAGS}
+        if theme == "light"
+        else {
+            "type": "rule",
+            "values": COLOUR_RULES,
+        }
+    )
+    found, counts = [], {}
+    try:
+        for path in READ_PAGES:
+            page = _open_themed(r, path, theme)
+            result = _axe(page, {"runOnly": rules, "resultTypes": ["violations", "passes"]})
+            # The check is not vacuous: axe examined this page's text colours.
+            assert "color-contrast" in {v["id"] for v in result["passes"] + result["violations"]}
+            for v in result["violations"]:
+                counts[v["impact"]] = counts.get(v["impact"], 0) + len(v["nodes"])
+                if v["impact"] in ("serious", "critical"):
+                    node = v["nodes"][0]
+                    found.append(
+                        f"{path}: {v['id']} ({v['impact']}, {len(v['nodes'])}x) e.g. "
+                        f"{node['target']}: {node.get('failureSummary', '')[:200]}"
+                    )
+        print(f"axe, {theme} theme, {len(READ_PAGES)} pages: {counts or 'no violations'}")
+        assert not found, "\n".join(found[:20])
+    finally:
+        r.close()
+
+
+@pytest.mark.parametrize(
+    "notebook", LESSONS + EXERCISES, ids=[f"{p.parent.name}-{p.stem}" for p in LESSONS + EXERCISES]
+)
+def test_figures_have_the_alt_text_of_their_cell(reader, notebook):
+    """Every figure a notebook stores is on its page with the alt text its cell carries
+    (``mystnb.image.alt``): what the figure shows, never a file name."""
+    nb = nbformat.read(notebook, as_version=4)
+    wanted = [
+        cell.metadata["mystnb"]["image"]["alt"]
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "image/png" in out.get("data", {})
+        and "alt" in cell.metadata.get("mystnb", {}).get("image", {})
+    ]
+    page = reader.open(_page(notebook))
+    alts = page.eval_on_selector_all(
+        "article .cell_output img", "imgs => imgs.map(i => i.getAttribute('alt'))"
+    )
+    assert all(a and not re.search(r"\.(png|jpe?g|svg)$|^_images/|^output$", a) for a in alts), alts
+    for alt in wanted:
+        assert alt in alts, (
+            f"{notebook.name}: a figure's alt text is missing from the page: {alt[:80]}"
+        )
+
+
+def test_the_set_up_check_cell_is_not_on_the_site(reader):
+    """Every notebook starts with its install check (tagged course-install-check); the pages
+    leave it out: a reader of the site has nothing to install."""
+    for notebook in LESSONS + EXERCISES:
+        first = next(
+            c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"
+        )
+        assert site_build.INSTALL_CHECK_TAG in first.metadata.get("tags", []), notebook.name
+        marker = next(line for line in first.source.splitlines() if line.strip())
+        page = reader.open(_page(notebook))
+        assert marker not in page.inner_text("article"), f"{notebook.name}: the set-up check shows"
+
+
+def test_code_wraps_or_fits_at_1280_px(reader):
+    """No code box at 1280 px hides part of a line behind a horizontal scroll bar."""
+    for notebook in LESSONS + EXERCISES[:1]:
+        page = reader.open(_page(notebook))
+        clipped = page.evaluate(
+            """() => [...document.querySelectorAll('article pre')]
+                .filter(p => p.scrollWidth > p.clientWidth + 1)
+                .map(p => p.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 80))"""
+        )
+        assert not clipped, f"{notebook.name}: code cut off at 1280 px: {clipped[:3]}"
+
+
+@pytest.mark.parametrize("notebook", [LESSONS[0], EXERCISES[0]], ids=["lesson", "exercise"])
+def test_the_page_header_has_download_jupyterlab_binder_and_colab(reader, notebook):
+    page = reader.open(_page(notebook))
+    path = f"{notebook.parent.name}/{notebook.name}"
+    url, _ = site_build.repository_url()
+    expected = {
+        notebook.name,
+        site_build.jupyterlab_url(path),
+        site_build.binder_url(url, path),
+        site_build.colab_url(url, path),
+    }
+    menu = page.locator(".dropdown-mha-run-buttons")
+    assert menu.count() == 1, "no run menu in the page header"
+    assert menu.locator("..").evaluate("e => !!e.closest('.bd-header-article, header')")
+    header = set(menu.locator("a").evaluate_all("as => as.map(a => a.getAttribute('href'))"))
+    assert header == expected, header
+    box = set(
+        page.locator(".mha-launch a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    )
+    assert expected <= box, box
+    # The menu opens and its items are named for a screen reader.
+    menu.locator("button").click()
+    assert page.get_by_role("link", name=re.compile("Colab")).first.is_visible()
+
+
+def test_colab_links_only_for_github():
+    assert site_build.colab_url(
+        "https://github.com/someone/mha-course", "notebooks/02_heads.ipynb"
+    ) == (
+        "https://colab.research.google.com/github/someone/mha-course/blob/main/notebooks/02_heads.ipynb"
+    )
+    assert site_build.colab_url("https://gitlab.com/grp/mha", "notebooks/a.ipynb") is None
+
+
+def test_the_sidebar_lists_exercises_once_and_the_footer_both_licences(reader):
+    page = reader.open(_page(EXERCISES[0]))
+    sidebar = page.locator(".bd-sidebar-primary")
+    exercise_links = sidebar.locator("a[href*='" + EXERCISES[0].stem + "']")
+    assert exercise_links.count() == 1
+    # Top level under its caption, like the lessons: no "Exercises > Exercises > ..." nesting.
+    assert exercise_links.first.evaluate("a => a.closest('li').classList.contains('toctree-l1')")
+    assert not sidebar.get_by_role("link", name="Exercises", exact=True).count()
+    footer = page.locator("footer").all_inner_texts()
+    text = " ".join(footer)
+    assert "MIT licence" in text and "CC BY 4.0" in text, text[:300]
+
+
+@pytest.mark.parametrize("how", ["served", "file"])
+def test_search_results_have_excerpts(browser, base_url, built_site, how):
+    """Each search hit has an excerpt of its page, whether the site is served or opened from a
+    file (where a browser refuses the fetch Sphinx uses; site_src/search_offline.py)."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    missing = []  # the browser's own favicon request may 404: not the page's doing
+    page.on(
+        "response",
+        lambda r: missing.append(r.url) if r.status >= 400 and "favicon" not in r.url else None,
+    )
+    try:
+        url = (
+            f"{base_url}/search.html?q=softmax"
+            if how == "served"
+            else (built_site / "search.html").as_uri() + "?q=softmax"
+        )
+        page.goto(url)
+        results = page.locator("#search-results li")
+        results.first.wait_for(timeout=20_000)
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results li p.context').length"
+            " === document.querySelectorAll('#search-results li').length",
+            timeout=20_000,
+        )
+        first = page.locator("#search-results li p.context").first.inner_text().lower()
+        assert "softmax" in first, first
+        assert not missing, missing[:5]
+        if how == "file":
+            assert not errors, errors[:5]
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lesson", ["02_heads", "04_cost", "05_variants"])
+def test_explorer_pictures_fit_with_no_empty_box_after_them(reader, lesson):
+    page = reader.open(f"notebooks/{lesson}.html")
+    picture = page.locator(".mha-static-explorer").first
+    cell = picture.locator("xpath=ancestor::div[contains(@class,'cell_output')]")
+    outputs = cell.locator(":scope > .output")
+    assert outputs.count() == 1, "an output box beside the explorer's picture"
+    wide = picture.evaluate(
+        """p => [...p.querySelectorAll('table')]
+            .filter(t => t.getBoundingClientRect().right > p.getBoundingClientRect().right + 1)
+            .map(t => t.textContent.slice(0, 40))"""
+    )
+    assert not wide, f"tables cut off at 1280 px: {wide}"
+
+
+FIGURE_TYPES = {"image/png", "image/jpeg", "image/svg+xml"}
+GENERIC_ALT = re.compile(
+    r"^\s*(an? |the )?(output|figure|plot|image|chart|graph|picture)\b\W*$", re.I
+)
+
+
+def _figure_cells(notebook: Path):
+    for i, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
+        if cell.cell_type == "code" and any(
+            FIGURE_TYPES & set(out.get("data", {})) for out in cell.get("outputs", [])
+        ):
+            yield i, cell
+
+
+FIGURE_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
+    (ROOT / "solutions").glob("*.ipynb")
+)
+
+
+@pytest.mark.parametrize(
+    "notebook", FIGURE_NOTEBOOKS, ids=[f"{p.parent.name}-{p.stem}" for p in FIGURE_NOTEBOOKS]
+)
+def test_every_figure_cell_has_alt_text_that_says_what_it_shows(notebook):
+    """The convention (SCOPES.md, CONTRIBUTING.md): a cell that draws a figure carries
+    ``{"mystnb": {"image": {"alt": "..."}}}`` in its metadata, one or two sentences on what the
+    figure shows; myst-nb makes it the figure's ``alt`` on the site (checked in the browser
+    above). Without it the site would say the image's file name."""
+    problems, seen = [], {}
+    for i, cell in _figure_cells(notebook):
+        alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+        where = f"cell {i} ({cell.get('id', '?')})"
+        if not isinstance(alt, str) or not alt.strip():
+            problems.append(f"{where}: no alt text")
+        elif (
+            len(alt.split()) < 8 or GENERIC_ALT.match(alt) or re.search(r"\.(png|svg|jpe?g)\b", alt)
+        ):
+            problems.append(f"{where}: alt text does not say what the figure shows: {alt!r}")
+        elif alt in seen:
+            problems.append(f"{where}: same alt text as cell {seen[alt]}")
+        else:
+            seen[alt] = i
+    assert not problems, f"{notebook.relative_to(ROOT)}:\n" + "\n".join(problems)
