@@ -8,6 +8,7 @@ not compared at all, and only those.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -151,3 +152,33 @@ def test_the_conftest_hook_applies_the_tolerance_when_nbval_runs(tmp_path, store
         timeout=300,
     )
     assert (run.returncode == 0) == passes, run.stdout[-2000:]
+
+
+# What a stored output may never contain: a path of the machine that ran it. A traceback into the
+# helper package, a printed __file__ or a temporary folder would tie the notebook to one
+# checkout; show an error with `except ValueError as err: print(...)` instead.
+_MACHINE_PATH = re.compile(
+    r"(?<![\w.])(/(?:home|root|Users|work|tmp|opt|usr|private|var)/|[A-Za-z]:\\)"
+)
+
+
+@pytest.mark.parametrize("path", [p.relative_to(ROOT) for p in NOTEBOOKS], ids=str)
+def test_stored_outputs_hold_no_machine_path(path):
+    found = []
+    for index, cell in enumerate(nbformat.read(ROOT / path, as_version=4).cells):
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", ""), output.get("evalue", ""), *output.get("traceback", [])]
+            texts += [v for k, v in output.get("data", {}).items() if k.startswith("text/")]
+            for text in texts:
+                text = "".join(text) if isinstance(text, list) else str(text)
+                if match := _MACHINE_PATH.search(text):
+                    found.append(
+                        f"cell {index}: ...{text[max(0, match.start() - 40) : match.end() + 40]}..."
+                    )
+    assert not found, f"{path} stores paths of the machine that ran it:\n" + "\n".join(found)
+
+
+def test_the_machine_path_check_can_fail():
+    assert _MACHINE_PATH.search("File /work/wt/x/mha_helpers/heads.py:193, in f")
+    assert _MACHINE_PATH.search(r"C:\Users\ada\course")
+    assert not _MACHINE_PATH.search("a/b/c, docs/sources.md, 13.2 GB / 3.35 TB/s")
