@@ -520,7 +520,7 @@ def screenshot(site: Path, target: Path, page: str = SCREENSHOT_PAGE) -> bool:
                 tab = ctx.new_page()
                 tab.goto(f"{base}/{page}", wait_until="networkidle")
                 tab.wait_for_function("document.fonts.status === 'loaded'")
-                tab.locator(".katex").first.wait_for()
+                tab.locator("article .katex").first.wait_for()  # the TOC may hold hidden math
                 # Scrolled by script, not by #anchor: the theme highlights an anchor's target.
                 tab.evaluate(
                     """id => { const e = document.getElementById(id);
