@@ -95,14 +95,26 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     >>> w.sum(axis=-1)
     array([1., 1.])
     """
+    q, k, v = check_qkv(q, k, v)
+    return _attention(q, k, v, mask)
+
+
+def check_qkv(q, k, v):
+    """``q``, ``k`` and ``v`` as float arrays, or a ``ValueError`` that names the shape expected:
+    q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v). Shared by every attention function
+    of the course (this module's and :func:`mha_helpers.tiled_attention`)."""
     q = as_float_array(q, "q")
     k = as_float_array(k, "k")
     v = as_float_array(v, "v")
-    for name, arr in (("q", q), ("k", k), ("v", v)):
+    for name, arr, axes in (
+        ("q", q, "(n_q, d_k)"),
+        ("k", k, "(n_k, d_k)"),
+        ("v", v, "(n_k, d_v)"),
+    ):
         if arr.ndim < 2:
             raise ValueError(
-                f"{name} has shape {_fmt(arr.shape)}, expected at least 2 axes "
-                f"(..., tokens, features); a single token is written as shape (1, d)"
+                f"{name} has shape {_fmt(arr.shape)}, expected {axes} (with any leading batch or "
+                f"head axes); a single token is written as shape (1, d)"
             )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
@@ -114,7 +126,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
             f"k has shape {_fmt(k.shape)} and v has shape {_fmt(v.shape)}: there must be one "
             f"value per key (k.shape[-2] == v.shape[-2])"
         )
-    return _attention(q, k, v, mask)
+    return q, k, v
 
 
 def _attention(q, k, v, mask=None, need_weights=True):

@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from .shapes import _fmt, as_float_array, check_mask, positive_int
+from .attention import check_qkv
+from .shapes import _fmt, check_mask, positive_int
 
 __all__ = ["online_softmax_update", "tiled_attention", "attention_io"]
 
@@ -85,29 +86,7 @@ def tiled_attention(q, k, v, *, block_size: int = 64, mask=None) -> np.ndarray:
     (3, 3)
     """
     block_size = positive_int(block_size, "block_size", " of keys per block")
-    q = as_float_array(q, "q")
-    k = as_float_array(k, "k")
-    v = as_float_array(v, "v")
-    for name, arr, axes in (
-        ("q", q, "(n_q, d_k)"),
-        ("k", k, "(n_k, d_k)"),
-        ("v", v, "(n_k, d_v)"),
-    ):
-        if arr.ndim < 2:
-            raise ValueError(
-                f"{name} has shape {_fmt(arr.shape)}, expected {axes} (with any leading batch or "
-                f"head axes); a single token is written as shape (1, d)"
-            )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q has shape {_fmt(q.shape)} and k has shape {_fmt(k.shape)}: queries and keys must "
-            f"have the same width d_k to take dot products (q.shape[-1] == k.shape[-1])"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has shape {_fmt(k.shape)} and v has shape {_fmt(v.shape)}: there must be one "
-            f"value per key (k.shape[-2] == v.shape[-2])"
-        )
+    q, k, v = check_qkv(q, k, v)
     try:
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
