@@ -129,6 +129,20 @@ def check_qkv(q, k, v):
     return q, k, v
 
 
+def check_attention_mask(mask, n_q, n_k):
+    """``mask`` checked by :func:`check_mask` for shape (..., n_q, n_k) and dtype, and refused
+    when a row allows no key at all (its softmax would be NaN). Shared by every attention
+    function of the course."""
+    mask = check_mask(mask, n_q, n_k)
+    if not mask.any(axis=-1).all():
+        raise ValueError(
+            "mask blocks every key for at least one query (a row of the mask is all False); "
+            "the softmax of that row would be NaN. Each query must be allowed to attend to "
+            "at least one key"
+        )
+    return mask
+
+
 def _attention(q, k, v, mask=None, need_weights=True):
     """The computation of :func:`scaled_dot_product_attention`, on validated float arrays.
 
@@ -147,13 +161,7 @@ def _attention(q, k, v, mask=None, need_weights=True):
     q = q * scale  # (..., n_q, d_k)
     scores = q @ k.swapaxes(-1, -2)  # (..., n_q, n_k)
     if mask is not None:
-        mask = check_mask(mask, n_q, n_k)
-        if not mask.any(axis=-1).all():
-            raise ValueError(
-                "mask blocks every key for at least one query (a row of the mask is all False); "
-                "the softmax of that row would be NaN. Each query must be allowed to attend to "
-                "at least one key"
-            )
+        mask = check_attention_mask(mask, n_q, n_k)
         scores = np.where(mask, scores, np.asarray(-np.inf, dtype=dtype))  # (..., n_q, n_k)
     # Softmax over keys, in place: subtract the row max, exponentiate, normalise. The shift only
     # keeps exp from overflowing (softmax does not change when a row is shifted), so it is

@@ -24,8 +24,8 @@ import math
 
 import numpy as np
 
-from .attention import check_qkv
-from .shapes import _fmt, check_mask, positive_int
+from .attention import check_attention_mask, check_qkv
+from .shapes import _fmt, positive_int
 
 __all__ = ["online_softmax_update", "tiled_attention", "attention_io"]
 
@@ -98,13 +98,7 @@ def tiled_attention(q, k, v, *, block_size: int = 64, mask=None) -> np.ndarray:
     n_k, d_v = v.shape[-2:]
     dtype = np.result_type(q, k, v)
     if mask is not None:
-        mask = check_mask(mask, n_q, n_k)
-        if not mask.any(axis=-1).all():
-            raise ValueError(
-                "mask blocks every key for at least one query (a row of the mask is all False); "
-                "the softmax of that row would be NaN. Each query must be allowed to attend to "
-                "at least one key"
-            )
+        mask = check_attention_mask(mask, n_q, n_k)
         # A view (no copy) with one column per key, so it can be sliced block by block.
         mask = np.broadcast_to(mask, mask.shape[:-2] + (mask.shape[-2], n_k))
         try:
