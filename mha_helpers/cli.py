@@ -64,8 +64,8 @@ def _cmd_execute(args) -> int:
 
 
 def _cmd_release(args) -> int:
+    from .grading.classroom.release import ReleaseError, release, student_copy
     from .grading.course import CourseNotFound, find_course
-    from .grading.release import ReleaseError, release, student_copy
 
     try:
         course = find_course(args.course)
@@ -114,25 +114,25 @@ def _cmd_release(args) -> int:
 
 
 def _cmd_check_solutions(args) -> int:
-    from .grading.commands import check_solutions
+    from .grading.classroom.commands import check_solutions
 
     return check_solutions(_course_or_exit("check-solutions", args.course), timeout=args.timeout)
 
 
 def _cmd_grade(args) -> int:
-    from .grading.commands import grade_command
+    from .grading.classroom.commands import grade_command
 
     return grade_command(args)
 
 
 def _cmd_export(args) -> int:
-    from .grading.commands import export_command
+    from .grading.classroom.commands import export_command
 
     return export_command(args)
 
 
 def _cmd_validate(args) -> int:
-    from .grading.validate import validate_command
+    from .grading.classroom.validate import validate_command
 
     return validate_command(args.notebooks, timeout=args.timeout)
 

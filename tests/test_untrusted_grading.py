@@ -40,10 +40,10 @@ from grading_helpers import (
 )
 
 from mha_helpers.cli import main
-from mha_helpers.grading import gradebook
+from mha_helpers.grading.classroom import gradebook
+from mha_helpers.grading.classroom.grade import expected_cases
 from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.grader import expected_cases
-from mha_helpers.grading.questions import get_question
+from mha_helpers.grading.rules.registry import get_question
 
 SEED = 7
 GID = "q03_concat_project"
@@ -54,7 +54,7 @@ JOB = (
     "def _job():\n"
     "    return [o for o in gc.get_objects() if isinstance(o, dict) and 'cells' in o and 'questions' in o][0]\n"
     "def _hidden_ints():\n"
-    "    from mha_helpers.grading import codec\n"
+    "    from mha_helpers.grading.rules import codec\n"
     "    q = [q for q in _job()['questions'] if q.get('cases')][0]\n"
     "    vals = []\n"
     "    for case in q['cases'][3:]:\n"

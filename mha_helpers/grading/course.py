@@ -57,7 +57,7 @@ class Course:
 
     @property
     def data(self) -> Path:
-        return self.package / "grading" / "data"
+        return self.package / "grading" / "selfcheck" / "data"
 
 
 def _is_course(folder: Path) -> bool:
@@ -94,7 +94,7 @@ _loaded_from: Path | None = None
 def load_banks(course: Course | None = None) -> dict:
     """Import the course's question banks (once per course folder); return the registry."""
     global _loaded_from
-    from . import questions
+    from .rules import registry as questions
 
     course = course or find_course()
     folder = course.banks.resolve()

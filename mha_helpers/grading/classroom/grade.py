@@ -38,16 +38,17 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from . import codec, sandbox
+from ..course import Course, find_course, load_banks
+from ..rules import codec
+from ..rules.judge import expected_outputs, public_cases
+from ..rules.registry import questions_for
+from ..rules.verdict import RUN_STATUS_ORDER, STATUSES, BadReport, question_verdict, written_verdict
+from ..sandbox import bubblewrap
+from ..sandbox.program import SourceTooLarge, build_program, notebook_cells, template_from_notebook
+from ..sandbox.report_schema import check_report
 from .collect import Rejected, Submission, collect, normalise_name, read_notebook
-from .course import Course, find_course, load_banks
-from .judge import expected_outputs, public_cases
-from .program import SourceTooLarge, build_program, notebook_cells, template_from_notebook
-from .questions import questions_for
 from .release import release_notebook
-from .report_schema import check_report
 from .untrusted import clean_row, clean_text
-from .verdict import RUN_STATUS_ORDER, STATUSES, BadReport, question_verdict, written_verdict
 
 __all__ = [
     "grade_paths",
@@ -80,8 +81,8 @@ class Options:
     def per_cell(self) -> float:
         return self.cell_timeout or max(2.0, min(20.0, self.timeout / 3))
 
-    def limits(self) -> sandbox.Limits:
-        return sandbox.Limits(
+    def limits(self) -> bubblewrap.Limits:
+        return bubblewrap.Limits(
             memory_bytes=self.memory_mb * 2**20,
             cpu_seconds=int(self.timeout) + 5,
             wall_seconds=self.timeout,
@@ -263,7 +264,7 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
             "questions": [s for g, s in specs.items() if g not in skip_q],
             "cell_timeout": opts.per_cell,
         }
-        outcome = sandbox.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
+        outcome = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
         attempts += 1
         times = (outcome.report or {}).get("times") if isinstance(outcome.report, dict) else None
         try:
@@ -516,7 +517,7 @@ def _with_public_texts(report: dict, program, specs: dict, t, seed: int, opts) -
         "cell_timeout": opts.per_cell,
     }
     try:
-        out = sandbox.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
+        out = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
     except Exception:
         return report
     other = out.report if isinstance(out.report, dict) else {}
@@ -617,7 +618,7 @@ def grade_submissions(
     opts = opts or Options()
     seed = secrets.randbits(63) if seed is None else int(seed)
     bar = Progress(len(subs), enabled=progress)
-    opts.mpl_cache = sandbox.warm_matplotlib()
+    opts.mpl_cache = bubblewrap.warm_matplotlib()
 
     def one(sub):
         # The trust boundary for text: every string of the row is cleaned here, once.

@@ -114,7 +114,7 @@ def _global_names(obj, depth=0) -> set:
 
 
 def main(argv=None) -> int:
-    from . import codec
+    from ...rules import codec
 
     report = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     null = os.open(os.devnull, os.O_WRONLY)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codec
-from .judge import (
+from ..rules import codec
+from ..rules.judge import (
     NO_OUTPUT,
     case_traits,
     expected_outputs,
@@ -40,7 +40,7 @@ from .judge import (
     value_info,
     value_verdict,
 )
-from .watch import run_cases
+from ..sandbox.inside.watch import run_cases
 
 __all__ = ["check", "score_summary", "evaluate", "self_check", "DATA_DIR"]
 

@@ -10,6 +10,8 @@ here with a fresh seed, so a program cannot know what to claim except by computi
 
 from __future__ import annotations
 
+from ..sandbox.inside.watch import CaseResult
+from ..sandbox.program import written_answered
 from . import codec
 from .judge import (
     case_traits,
@@ -21,8 +23,6 @@ from .judge import (
     value_info,
     value_verdict,
 )
-from .program import written_answered
-from .watch import CaseResult
 
 __all__ = [
     "answer_results",

@@ -24,12 +24,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import codec, sandbox
-from .check import NoData, _decode_mistakes, assignment_data, data_meta
+from ..rules import codec
+from ..rules.judge import function_verdict, not_attempted, not_callable, value_verdict
+from ..rules.verdict import BadReport, answer_results
+from ..sandbox import bubblewrap
+from ..sandbox.program import SourceTooLarge, build_program, notebook_cells, written_answered
+from ..selfcheck.check import NoData, _decode_mistakes, assignment_data, data_meta
 from .collect import Rejected, read_notebook
-from .judge import function_verdict, not_attempted, not_callable, value_verdict
-from .program import SourceTooLarge, build_program, notebook_cells, written_answered
-from .verdict import BadReport, answer_results
 
 __all__ = ["validate_notebook", "validate_command"]
 
@@ -45,12 +46,12 @@ class Unsafe(Exception):
 def isolation_for(path) -> bool:
     """True to run ``path`` in the sandbox; False to run it unisolated (allowed only for the
     caller's own notebook outside any course folder). Raises :class:`Unsafe` otherwise."""
-    if sandbox.probe() is None:
+    if bubblewrap.probe() is None:
         return True
     path = Path(path)
     reasons = []
     try:
-        from .course import find_course
+        from ..course import find_course
 
         root = find_course(start=path.resolve().parent).root
         reasons.append(f"it is inside the course folder {root}")
@@ -65,7 +66,7 @@ def isolation_for(path) -> bool:
     if reasons:
         raise Unsafe(
             f"refusing to run it: {' and '.join(reasons)}, and no sandbox can be made here "
-            f"({sandbox.probe()}). Its code would run with your permissions. Install "
+            f"({bubblewrap.probe()}). Its code would run with your permissions. Install "
             "bubblewrap so that validate runs it in the grading sandbox, or copy the notebook "
             "into a folder of your own outside the course"
         )
@@ -103,11 +104,11 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         "questions": specs,
         "cell_timeout": max(5.0, timeout / 4),
     }
-    out = sandbox.run(
+    out = bubblewrap.run(
         job,
-        sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
+        bubblewrap.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
         isolate=isolate,
-        mpl_cache=sandbox.warm_matplotlib() if isolate else None,
+        mpl_cache=bubblewrap.warm_matplotlib() if isolate else None,
     )
     report = out.report or {}
     if not report:
@@ -162,7 +163,7 @@ def identify_assignment(nb: dict) -> tuple[str | None, str | None]:
     """The exercise a notebook is, as the grader finds it: its metadata, else the answer cells'
     ``grade_id``s (an editor may drop notebook metadata). Returns ``(assignment, how)``;
     ``how`` is None when the metadata said it, an explanation otherwise."""
-    from .check import DATA_DIR
+    from ..selfcheck.check import DATA_DIR
 
     md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
     course = md.get("mha_course") if isinstance(md.get("mha_course"), dict) else {}

@@ -95,7 +95,7 @@ def register(question: Question) -> Question:
 def load_banks(course=None) -> dict[str, Question]:
     """Import the banks of a course (default: the course folder around the current directory)
     and return the registry. See :mod:`mha_helpers.grading.course`."""
-    from .course import load_banks as _load
+    from ..course import load_banks as _load
 
     return _load(course)
 

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import codec
-from .course import PACKAGE_DIR
+from ..course import PACKAGE_DIR
+from ..rules import codec
 from .seccomp import seccomp_program
 
 __all__ = [
@@ -153,7 +153,7 @@ def _protected() -> list[Path]:
         except OSError:
             pass
     try:
-        from .course import find_course
+        from ..course import find_course
 
         out.append(find_course(None).root.resolve())
     except Exception:
@@ -286,7 +286,7 @@ def layout() -> Layout:
                 direct = path / "direct_url.json"
                 if direct.is_file() and _names_course(direct, markers):
                     hidden.append(dest(direct))
-    data_dir = PACKAGE_DIR / "grading" / "data"
+    data_dir = PACKAGE_DIR / "grading" / "selfcheck" / "data"
     if data_dir.is_dir() and any(_inside(data_dir.resolve(), Path(s)) for s, _ in kept_mounts):
         emptied.append(dest(data_dir.resolve()))  # a regular install: its self-check data
     return Layout(stage, kept_mounts, hidden, emptied, python, pythonpath, problems)
@@ -835,7 +835,7 @@ def run(
     if _probe_only:
         inner = ["-c", 'print(\'result {"probe": "sandbox works"}\')']
     else:
-        inner = ["-m", "mha_helpers.grading.runner"]
+        inner = ["-m", "mha_helpers.grading.sandbox.inside.runner"]
     if _CLOSING.is_set():
         rc, stdout, stderr, reason = None, b"", b"", "the grader is stopping"
     elif isolate:

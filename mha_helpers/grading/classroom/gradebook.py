@@ -32,9 +32,9 @@ import re
 import tempfile
 from pathlib import Path
 
+from ..rules.verdict import STATUSES
 from .collect import normalise_name
 from .untrusted import clean_text
-from .verdict import STATUSES
 
 __all__ = [
     "write_gradebook",

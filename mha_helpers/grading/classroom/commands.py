@@ -14,10 +14,10 @@ import threading
 import time
 from pathlib import Path
 
-from . import sandbox
+from ..course import Course, find_course
+from ..sandbox import bubblewrap
 from .collect import Submission, collect, normalise_name
-from .course import Course, find_course
-from .grader import Options, grade_submissions, load_templates, row_key
+from .grade import Options, grade_submissions, load_templates, row_key
 from .untrusted import clean_text, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
@@ -79,9 +79,9 @@ def _grade_command(args) -> int:
             return usage(f"--out {out}: {exc}; choose another file (nothing was written)")
     isolate = not getattr(args, "unsafe_no_sandbox", False)
     if paths and isolate:
-        reason = sandbox.probe()
+        reason = bubblewrap.probe()
         if reason:
-            print(sandbox.sandbox_help(reason), file=sys.stderr)
+            print(bubblewrap.sandbox_help(reason), file=sys.stderr)
             return 2
     templates = load_templates(course)
     t0 = time.perf_counter()
@@ -231,7 +231,7 @@ def _end_sandboxes_on_signals() -> dict:
         return previous
 
     def stop(signum, frame):
-        sandbox.kill_all()
+        bubblewrap.kill_all()
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         raise SystemExit(128 + signum)
@@ -426,9 +426,9 @@ def check_solutions(course=None, timeout: float = 120.0) -> int:
     if not paths:
         print(f"no solution notebooks in {course.solutions}")
         return 1
-    isolate = sandbox.probe() is None
+    isolate = bubblewrap.probe() is None
     if not isolate:
-        print(f"note: no sandbox here ({sandbox.probe()}); the solutions run unisolated")
+        print(f"note: no sandbox here ({bubblewrap.probe()}); the solutions run unisolated")
     subs = [Submission(p, p.stem, str(p)) for p in paths]
     rows = grade_submissions(subs, templates, 2, Options(timeout=timeout, isolate=isolate))
     failed = 0

@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from . import codec
+from ..rules import codec
 
 __all__ = [
     "release_notebook",
@@ -260,7 +260,7 @@ def _arrays_agree(a: dict, b: dict, rtol: float, atol: float) -> bool:
 def _value_public_agrees(old: dict, new: dict, q, rtol: float, atol: float) -> bool:
     """Value questions store hashes: a stored hash agrees when some value within the tolerance
     of the fresh expected value (or mistake) has it (:func:`judge.value_hashes_near`)."""
-    from .judge import value_hashes_near
+    from ..rules.judge import value_hashes_near
 
     if not isinstance(old, dict) or set(old) != set(new) or not isinstance(old.get("info"), dict):
         return False
@@ -293,7 +293,7 @@ def selfcheck_data(released, questions) -> dict:
     per question, what the learner's check may know. Function questions: the public cases, the
     expected outputs on them and each classic mistake's outputs. Value questions: salted
     hashes of the expected value and of each mistake (never the value). No reference code."""
-    from .judge import (
+    from ..rules.judge import (
         case_traits,
         expected_outputs,
         public_cases,
@@ -301,7 +301,7 @@ def selfcheck_data(released, questions) -> dict:
         value_hashes,
         value_info,
     )
-    from .program import template_from_notebook
+    from ..sandbox.program import template_from_notebook
 
     out = []
     for q in questions:
@@ -330,7 +330,7 @@ def selfcheck_data(released, questions) -> dict:
 
 
 def _no_output_marker(value):
-    from .judge import NO_OUTPUT
+    from ..rules.judge import NO_OUTPUT
 
     return codec.Unsupported("no output") if value is NO_OUTPUT else value
 
@@ -340,8 +340,8 @@ def release(course=None, check: bool = False) -> list[Path]:
     changed (or would change, with ``check=True``, which writes nothing), including exercise
     notebooks and data files that no longer have a solution.
     """
-    from .course import find_course, load_banks
-    from .questions import questions_for
+    from ..course import find_course, load_banks
+    from ..rules.registry import questions_for
 
     course = course if course is not None else find_course()
     load_banks(course)
@@ -442,7 +442,7 @@ def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
             shutil.copy2(src, target)
         written.append(target)
     if for_grading:
-        _strip_value_answers(dest / "mha_helpers" / "grading" / "data")
+        _strip_value_answers(dest / "mha_helpers" / "grading" / "selfcheck" / "data")
     guide = course_root / "docs" / "learner_guide.md"
     readme = dest / "README.md"
     readme.write_text(
@@ -465,7 +465,7 @@ def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
 
 def _strip_value_answers(folder: Path) -> None:
     """Rewrite a copy's self-check data for graded work: value questions keep their form only."""
-    from .recorded import for_grading_entry
+    from ..rules.recorded import for_grading_entry
 
     for path in sorted(folder.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
