@@ -130,7 +130,7 @@ def build_class(folder: Path, assignments: list[str], students=KINDS) -> int:
 def _sanity(rows) -> tuple[bool, str]:
     """The fast grader must also be right: correct = every automatic point, everyone else less.
     (The generated class leaves written answers empty: they are graded by hand.)"""
-    from mha_helpers.grading.rules.registry import questions_for
+    from mha_helpers.grading import questions_for
 
     bad = []
     for r in rows:

@@ -23,7 +23,7 @@ from mha_helpers import (
     to_pytorch_attn_mask,
     to_pytorch_key_padding_mask,
 )
-from mha_helpers.grading.rules.registry import get_question, questions_for
+from mha_helpers.grading import get_question, questions_for
 from mha_helpers.grading.selfcheck.check import evaluate
 
 ASSIGNMENT = "07_attention_at_work"

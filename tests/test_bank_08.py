@@ -21,7 +21,7 @@ from mha_helpers import (
     step_cost,
     tiled_attention,
 )
-from mha_helpers.grading.rules.registry import get_question, questions_for
+from mha_helpers.grading import get_question, questions_for
 from mha_helpers.grading.selfcheck.check import evaluate
 
 ASSIGNMENT = "08_attention_at_scale"

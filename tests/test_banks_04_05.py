@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from mha_helpers import attention_flops, attention_params, grouped_query_attention, kv_cache_bytes
-from mha_helpers.grading.rules.registry import get_question, questions_for
+from mha_helpers.grading import get_question, questions_for
 from mha_helpers.grading.selfcheck.check import evaluate
 
 ASSIGNMENTS = ("04_cost", "05_variants")

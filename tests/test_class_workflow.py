@@ -21,8 +21,9 @@ from grading_helpers import A03, FULL, ROOT, make_notebook, require_sandbox, wit
 
 from mha_helpers.cli import main
 from mha_helpers.grading.classroom import collect as collect_mod
-from mha_helpers.grading.classroom.collect import collect, normalise_name
+from mha_helpers.grading.classroom.collect import collect
 from mha_helpers.grading.classroom.release import ReleaseError, student_copy
+from mha_helpers.grading.classroom.untrusted import normalise_name
 from mha_helpers.grading.course import PACKAGE_DIR, find_course
 
 TIMEOUT = "20"
@@ -357,7 +358,7 @@ def test_validate_runs_the_notebook_as_the_grader_will(tmp_path, capsys):
     )
     assert main(["validate", str(bad)]) == 1
     out = capsys.readouterr().out
-    from mha_helpers.grading.rules.registry import get_question
+    from mha_helpers.grading import get_question
     from mha_helpers.grading.selfcheck.check import evaluate
 
     def bare(h, w):

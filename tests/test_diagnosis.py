@@ -12,10 +12,12 @@ import types
 import numpy as np
 import pytest
 
-from mha_helpers.grading.course import find_course, load_banks
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.cases import CaseResult
 from mha_helpers.grading.rules.judge import differential, error_hint, function_verdict
 from mha_helpers.grading.rules.registry import REGISTRY, Mistake, Question
-from mha_helpers.grading.sandbox.inside.watch import CaseResult, run_cases
+from mha_helpers.grading.sandbox.inside.watch import run_cases
 from mha_helpers.grading.selfcheck.check import evaluate, self_check
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

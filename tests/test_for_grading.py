@@ -21,9 +21,10 @@ import pytest
 from grading_helpers import ROOT
 
 from mha_helpers.cli import main
-from mha_helpers.grading.course import find_course, load_banks
+from mha_helpers.grading import get_question
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
 from mha_helpers.grading.rules.judge import value_verdict
-from mha_helpers.grading.rules.registry import get_question
 from mha_helpers.grading.selfcheck.check import data_meta
 
 

@@ -36,10 +36,10 @@ from grading_helpers import (
     write_nb,
 )
 
+from mha_helpers.grading import get_question
 from mha_helpers.grading.classroom import commands, grade, gradebook
 from mha_helpers.grading.classroom.collect import DEFAULT_MAX_BYTES
 from mha_helpers.grading.course import PACKAGE_DIR, find_course
-from mha_helpers.grading.rules.registry import get_question
 from mha_helpers.grading.selfcheck.check import evaluate
 
 SEED = 20260401

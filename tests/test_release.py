@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
+from mha_helpers.grading import get_question, questions_for
 from mha_helpers.grading.classroom.release import (
     ReleaseError,
     data_agrees,
@@ -35,7 +36,6 @@ from mha_helpers.grading.classroom.release import (
 from mha_helpers.grading.course import Course, find_course
 from mha_helpers.grading.rules import codec
 from mha_helpers.grading.rules.judge import value_hashes, value_info, value_verdict
-from mha_helpers.grading.rules.registry import get_question, questions_for
 from mha_helpers.grading.sandbox.program import _check_calls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,7 +275,7 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
     for q in data["questions"]:
         if q["kind"] != "value":
             continue
-        from mha_helpers.grading.rules.registry import get_question
+        from mha_helpers.grading import get_question
 
         expected = get_question(q["grade_id"]).expected
         public = json.dumps(q["public"])

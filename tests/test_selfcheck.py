@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_helpers.grading.course import find_course, load_banks
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.cases import copy_args
 from mha_helpers.grading.rules.registry import REGISTRY
-from mha_helpers.grading.sandbox.inside.watch import copy_args
 from mha_helpers.grading.selfcheck.check import evaluate, self_check
 
 # The classic mistakes run as answers here, and some of them divide 0 by 0 on purpose.

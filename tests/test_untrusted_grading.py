@@ -40,10 +40,11 @@ from grading_helpers import (
 )
 
 from mha_helpers.cli import main
+from mha_helpers.grading import get_question
 from mha_helpers.grading.classroom import gradebook
+from mha_helpers.grading.classroom.banks import load_banks
 from mha_helpers.grading.classroom.grade import expected_cases
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.rules.registry import get_question
+from mha_helpers.grading.course import find_course
 
 SEED = 7
 GID = "q03_concat_project"

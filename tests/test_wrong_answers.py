@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from wrong_answers import BATTERY, measure, summary
 
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.rules.judge import expected_outputs, public_cases
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.cases import copy_args, expected_outputs, public_cases
 from mha_helpers.grading.rules.registry import REGISTRY
-from mha_helpers.grading.sandbox.inside.watch import copy_args
 from mha_helpers.grading.selfcheck.check import self_check
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -72,8 +72,8 @@ def test_agreeing_with_a_mistake_on_one_case_only_does_not_name_it(q):
 
 
 def _differs(a, b) -> bool:
+    from mha_helpers.grading.rules.cases import NO_OUTPUT
     from mha_helpers.grading.rules.compare import difference
-    from mha_helpers.grading.rules.judge import NO_OUTPUT
 
     if a is NO_OUTPUT:
         return False

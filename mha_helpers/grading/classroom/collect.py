@@ -21,8 +21,9 @@ Every submission carries the student's LMS identity (``student_id``) beside the 
   folder is kept under another name. No member can cost another student anything.
 
 Nothing is ever written to a submission. Symbolic links are never followed (the row says so).
-Student names are normalised (Unicode NFC, invisible characters removed, spaces collapsed);
-names and notes taken from file names pass :func:`.untrusted.clean_text`. What the instructor
+Student names are normalised (:func:`.untrusted.normalise_name`: Unicode NFC, invisible
+characters removed, spaces collapsed); names and notes taken from file names pass
+:func:`.untrusted.clean_text`. What the instructor
 sees of a path (``Submission.shown``) is relative to the folder given, never absolute.
 """
 
@@ -34,19 +35,17 @@ import shutil
 import stat
 import tempfile
 import time
-import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .untrusted import clean_filename, clean_text
+from .untrusted import clean_filename, clean_text, normalise_name
 
 __all__ = [
     "Submission",
     "collect",
     "read_notebook",
     "Rejected",
-    "normalise_name",
     "Collection",
     "DEFAULT_MAX_BYTES",
 ]
@@ -94,24 +93,6 @@ class Collection:
     def close(self):
         for folder in self.cleanup:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-_INVISIBLE = {"Cf", "Cc", "Cs", "Co", "Cn"}
-
-
-def normalise_name(name: str) -> str:
-    """NFC, invisible and control characters removed, runs of white space made one space.
-
-    >>> normalise_name("Ana\\u200b Lu\\u0301cia  ") == "Ana Lúcia"
-    True
-    """
-    text = unicodedata.normalize("NFC", clean_text(name, max_chars=200))
-    text = "".join(
-        " " if unicodedata.category(ch) in ("Zs", "Zl", "Zp") or ch in "\t\r\n" else ch
-        for ch in text
-        if unicodedata.category(ch) not in _INVISIBLE or ch in "\t\r\n"
-    )
-    return " ".join(text.split()) or "(no name)"
 
 
 class Rejected(Exception):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from ..course import Course, find_course
 from ..sandbox import bubblewrap
-from .collect import Submission, collect, normalise_name
+from .collect import Submission, collect
 from .grade import Options, grade_submissions, load_templates, row_key
-from .untrusted import clean_text, safe_console
+from .untrusted import clean_text, normalise_name, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
 

@@ -38,17 +38,17 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from ..course import Course, find_course, load_banks
+from ..course import Course, find_course
 from ..rules import codec
-from ..rules.judge import expected_outputs, public_cases
-from ..rules.registry import questions_for
-from ..rules.verdict import RUN_STATUS_ORDER, STATUSES, BadReport, question_verdict, written_verdict
+from ..rules.cases import expected_outputs, public_cases
+from ..rules.verdict import BadReport, question_verdict, written_verdict
 from ..sandbox import bubblewrap
 from ..sandbox.program import SourceTooLarge, build_program, notebook_cells, template_from_notebook
 from ..sandbox.report_schema import check_report
-from .collect import Rejected, Submission, collect, normalise_name, read_notebook
+from .banks import load_banks, questions_for
+from .collect import Rejected, Submission, collect, read_notebook
 from .release import release_notebook
-from .untrusted import clean_row, clean_text
+from .untrusted import clean_row, clean_text, normalise_name
 
 __all__ = [
     "grade_paths",
@@ -57,11 +57,12 @@ __all__ = [
     "load_templates",
     "Options",
     "expected_cases",
-    "STATUSES",
     "UNISOLATED_NOTE",
 ]
 
 MAX_RETRIES = 2
+# A graded row's status: the first of these that happened (see gradebook.STATUSES).
+RUN_STATUS_ORDER = ["flagged", "kernel-died", "timeout", "memory", "ok"]
 UNISOLATED_NOTE = (
     "graded WITHOUT a sandbox (--unsafe-no-sandbox): this submission's code could "
     "read and change the grader's files"

@@ -32,9 +32,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from ..rules.verdict import STATUSES
-from .collect import normalise_name
-from .untrusted import clean_text
+from .untrusted import clean_text, normalise_name
 
 __all__ = [
     "write_gradebook",
@@ -49,7 +47,29 @@ __all__ = [
     "neutralise",
     "FIXED_BEFORE",
     "FIXED_AFTER",
+    "STATUSES",
 ]
+
+# Row statuses, with what each means (the instructor guide lists them too).
+STATUSES = {
+    "ok": "graded normally",
+    "flagged": "graded, but the sandbox's report was malformed (tampered with?): the affected "
+    "questions score 0 (see notes)",
+    "kernel-died": "the program died in a step (os._exit, a signal, a crash); that step was "
+    "skipped and the rest graded",
+    "timeout": "a cell, a function call or the whole notebook ran out of time",
+    "memory": "a cell or function call ran out of memory",
+    "superseded": "another copy of this assignment from the same student counts (see notes)",
+    "refused": "not graded: a symbolic link, or an unsafe or unreadable archive (see notes)",
+    "unknown-assignment": "no assignment of the course matches this notebook",
+    "not-a-notebook": "JSON, but not a Jupyter notebook (or a folder)",
+    "not-json": "not readable as JSON (or not UTF-8)",
+    "empty": "an empty file",
+    "too-large": "larger than the size limit; not opened",
+    "old-format": "a notebook format that could not be converted",
+    "missing": "no submission for this assignment (see notes)",
+    "grader-error": "the grader itself failed on this submission (a bug: please report it)",
+}
 
 FIXED_BEFORE = ["student_id", "student", "assignment"]
 FIXED_AFTER = [

@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
+from ..course import SELFCHECK_DATA
 from ..rules import codec
 
 __all__ = [
@@ -293,14 +294,8 @@ def selfcheck_data(released, questions) -> dict:
     per question, what the learner's check may know. Function questions: the public cases, the
     expected outputs on them and each classic mistake's outputs. Value questions: salted
     hashes of the expected value and of each mistake (never the value). No reference code."""
-    from ..rules.judge import (
-        case_traits,
-        expected_outputs,
-        public_cases,
-        question_meta,
-        value_hashes,
-        value_info,
-    )
+    from ..rules.cases import case_traits, expected_outputs, public_cases
+    from ..rules.judge import question_meta, value_hashes, value_info
     from ..sandbox.program import template_from_notebook
 
     out = []
@@ -330,7 +325,7 @@ def selfcheck_data(released, questions) -> dict:
 
 
 def _no_output_marker(value):
-    from ..rules.judge import NO_OUTPUT
+    from ..rules.cases import NO_OUTPUT
 
     return codec.Unsupported("no output") if value is NO_OUTPUT else value
 
@@ -340,8 +335,8 @@ def release(course=None, check: bool = False) -> list[Path]:
     changed (or would change, with ``check=True``, which writes nothing), including exercise
     notebooks and data files that no longer have a solution.
     """
-    from ..course import find_course, load_banks
-    from ..rules.registry import questions_for
+    from ..course import find_course
+    from .banks import load_banks, questions_for
 
     course = course if course is not None else find_course()
     load_banks(course)
@@ -442,7 +437,7 @@ def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
             shutil.copy2(src, target)
         written.append(target)
     if for_grading:
-        _strip_value_answers(dest / "mha_helpers" / "grading" / "selfcheck" / "data")
+        _strip_value_answers(dest / "mha_helpers" / SELFCHECK_DATA)
     guide = course_root / "docs" / "learner_guide.md"
     readme = dest / "README.md"
     readme.write_text(

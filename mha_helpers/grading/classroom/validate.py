@@ -25,11 +25,12 @@ import os
 from pathlib import Path
 
 from ..rules import codec
-from ..rules.judge import function_verdict, not_attempted, not_callable, value_verdict
-from ..rules.verdict import BadReport, answer_results
+from ..rules.judge import function_verdict, value_verdict
+from ..rules.outcome import not_attempted, not_callable
+from ..rules.verdict import BadReport, answer_results, written_answered
 from ..sandbox import bubblewrap
-from ..sandbox.program import SourceTooLarge, build_program, notebook_cells, written_answered
-from ..selfcheck.check import NoData, _decode_mistakes, assignment_data, data_meta
+from ..sandbox.program import SourceTooLarge, build_program, notebook_cells
+from ..selfcheck.check import NoData, assignment_data, data_meta, decode_mistakes
 from .collect import Rejected, read_notebook
 
 __all__ = ["validate_notebook", "validate_command"]
@@ -218,7 +219,7 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
         meta,
         results,
         expected,
-        _decode_mistakes(pub["mistakes"]),
+        decode_mistakes(pub["mistakes"]),
         len(expected),
         helpers,
         pub.get("traits"),

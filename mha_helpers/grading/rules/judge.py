@@ -1,7 +1,7 @@
 """The verdict on one answer: the single rule book the self-check and the grader both use.
 
 Neither side runs reference code here. The caller supplies what the answer did on each case
-(:class:`~.watch.CaseResult`) and what was expected:
+(:class:`~.cases.CaseResult`) and what was expected:
 
 * the **self-check** takes the expected outputs, and each classic mistake's outputs, from the
   data ``mha-course release`` generated (public cases only);
@@ -32,7 +32,10 @@ import re
 
 import numpy as np
 
+from .cases import NO_OUTPUT
 from .compare import difference
+from .outcome import base_verdict, not_attempted
+from .recorded import recorded_verdict
 
 __all__ = [
     "question_meta",
@@ -41,26 +44,12 @@ __all__ = [
     "value_hashes",
     "value_hashes_near",
     "value_info",
-    "NO_OUTPUT",
     "helper_message",
-    "not_attempted",
-    "not_callable",
-    "public_cases",
-    "expected_outputs",
     "answer_type",
-    "case_traits",
     "error_hint",
     "differential",
     "TRAITS",
 ]
-
-
-class _NoOutput:
-    def __repr__(self):
-        return "<no output>"
-
-
-NO_OUTPUT = _NoOutput()  # a classic mistake that raised on this case
 
 
 def question_meta(q) -> dict:
@@ -85,42 +74,6 @@ def answer_type(q) -> str:
     ``extra={"answer_type": ...}``, ``""`` otherwise. Function questions need no flag: the type
     is inferred from the expected output (a boolean array, or an int)."""
     return str((getattr(q, "extra", None) or {}).get("answer_type") or "")
-
-
-def case_traits(q, cases) -> list:
-    """The names of the properties each case has (see :data:`TRAITS`), from the bank's
-    ``traits`` function (``[]`` when the question has none)."""
-    fn = getattr(q, "traits", None)
-    if fn is None:
-        return []
-    return [sorted(str(t) for t in fn(*c)) for c in cases]
-
-
-def _base(meta) -> dict:
-    return {
-        "grade_id": meta["grade_id"],
-        "status": "failed",
-        "points": 0.0,
-        "max_points": float(meta["points"]),
-        "message": "",
-        "hint": "",
-        "case": None,
-        "public": True,
-        "expected": None,
-        "actual": None,
-    }
-
-
-def not_attempted(meta) -> dict:
-    return _base(meta) | {"status": "not-attempted", "message": "not attempted yet"}
-
-
-def not_callable(meta, type_name: str) -> dict:
-    return _base(meta) | {
-        "status": "error",
-        "message": f"expected a function, got {type_name}",
-        "hint": "pass the function itself, without calling it: check(id, my_function)",
-    }
 
 
 def helper_message(names) -> str:
@@ -442,7 +395,7 @@ def function_verdict(
     named as that mistake); otherwise, when one property separates the cases it gets right
     from those it gets wrong, the verdict says which.
     """
-    r = _base(meta)
+    r = base_verdict(meta)
     if helpers:
         r.update(message=helper_message(helpers), hint="")
         r["helpers"] = list(helpers)
@@ -549,40 +502,6 @@ def function_verdict(
     if public:
         r.update(expected=expected[i], actual=results[i].value)
     return r
-
-
-def public_cases(q) -> list:
-    """The public cases of a function question (the same every time: the self-check's)."""
-    return list(q.cases(np.random.default_rng(q.public_seed)))
-
-
-def expected_outputs(q, cases) -> tuple[list, list]:
-    """What the reference returns on each case, and what each classic mistake returns
-    (:data:`NO_OUTPUT` where a mistake raises). Runs the question bank's code: only ever in the
-    instructor's process (release, grader, tests), never where student code runs."""
-    import warnings
-
-    from ..sandbox.inside.watch import copy_args
-
-    def run(fn, args):
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*copy_args(args))
-
-    expected = [run(q.reference, c) for c in cases]
-    mistakes = []
-    for c in cases:
-        row = []
-        for m in q.mistakes:
-            if not callable(m.answer):
-                row.append(m.answer)
-                continue
-            try:
-                row.append(run(m.answer, c))
-            except Exception:
-                row.append(NO_OUTPUT)
-        mistakes.append(row)
-    return expected, mistakes
 
 
 # --- value questions ------------------------------------------------------------------------
@@ -743,12 +662,10 @@ def value_info(grade_id: str, expected) -> dict:
 def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     """Judge a value answer from the expected value's :func:`value_info` and the classic
     mistakes' hashes (``mistake_hashes[j]`` belongs to ``meta["mistakes"][j]``)."""
-    r = _base(meta)
+    r = base_verdict(meta)
     if actual is None or actual is Ellipsis:
         return not_attempted(meta)
     if info.get("recorded"):  # a copy for graded work: the form only (see recorded.py)
-        from .recorded import recorded_verdict
-
         return recorded_verdict(meta, info, actual)
     gid = meta["grade_id"]
     got = value_hashes(gid, actual)

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..course import PACKAGE_DIR
+from ..course import PACKAGE_DIR, SELFCHECK_DATA
 from ..rules import codec
 from .seccomp import seccomp_program
 
@@ -286,7 +286,7 @@ def layout() -> Layout:
                 direct = path / "direct_url.json"
                 if direct.is_file() and _names_course(direct, markers):
                     hidden.append(dest(direct))
-    data_dir = PACKAGE_DIR / "grading" / "selfcheck" / "data"
+    data_dir = PACKAGE_DIR / SELFCHECK_DATA
     if data_dir.is_dir() and any(_inside(data_dir.resolve(), Path(s)) for s, _ in kept_mounts):
         emptied.append(dest(data_dir.resolve()))  # a regular install: its self-check data
     return Layout(stage, kept_mounts, hidden, emptied, python, pythonpath, problems)

@@ -27,19 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from ..rules import codec
-from ..rules.judge import (
-    NO_OUTPUT,
-    case_traits,
-    expected_outputs,
-    function_verdict,
-    not_attempted,
-    not_callable,
-    public_cases,
-    question_meta,
-    value_hashes,
-    value_info,
-    value_verdict,
-)
+from ..rules.cases import NO_OUTPUT, case_traits, expected_outputs, public_cases
+from ..rules.judge import function_verdict, question_meta, value_hashes, value_info, value_verdict
+from ..rules.outcome import not_attempted, not_callable
 from ..sandbox.inside.watch import run_cases
 
 __all__ = ["check", "score_summary", "evaluate", "self_check", "DATA_DIR"]
@@ -92,7 +82,8 @@ def _show(x) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
-def _decode_mistakes(rows):
+def decode_mistakes(rows):
+    """The classic mistakes' outputs from the self-check data (:data:`NO_OUTPUT` where one raised)."""
     out = []
     for row in rows:
         out.append(
@@ -144,7 +135,7 @@ def self_check(grade_id: str, answer) -> dict:
             answer,
             cases,
             expected,
-            _decode_mistakes(pub["mistakes"]),
+            decode_mistakes(pub["mistakes"]),
             traits=pub.get("traits"),
         )
     if q["kind"] == "value":
