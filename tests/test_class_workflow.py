@@ -150,7 +150,7 @@ def test_names_are_normalised_before_duplicates_are_found(tmp_path):
 
 
 def test_feedback_files_never_mix_two_students(tmp_path):
-    from mha_helpers.grading.classroom.gradebook import safe_name
+    from mha_helpers.grading.classroom.feedback import safe_name
 
     names = ["a/b", "a_b", "A_B", "a_b-" + "0" * 10, "Ålvaro", "alvaro", "..", "CON", "=1+1"]
     files = {safe_name(normalise_name(n)).casefold() for n in names}

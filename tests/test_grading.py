@@ -37,7 +37,7 @@ from grading_helpers import (
 )
 
 from mha_helpers.grading import get_question
-from mha_helpers.grading.classroom import commands, grade, gradebook
+from mha_helpers.grading.classroom import assignments, commands, feedback, grade, gradebook
 from mha_helpers.grading.classroom.collect import DEFAULT_MAX_BYTES
 from mha_helpers.grading.course import PACKAGE_DIR, find_course
 from mha_helpers.grading.selfcheck.check import evaluate
@@ -404,7 +404,7 @@ def batch(tmp_path_factory):
     records = [gradebook.row_record(r) for r in rows]
     qids = list(POINTS) + ["q03_explain"]
     book = gradebook.write_gradebook(records, out / "gradebook.csv", qids)
-    gradebook.write_feedback(rows, out / "feedback")
+    feedback.write_feedback(rows, out / "feedback")
     return {
         "folder": folder,
         "elsewhere": elsewhere,
@@ -770,7 +770,7 @@ def test_gradebook_is_written_atomically(tmp_path, monkeypatch, batch):
 def _hidden_numbers():
     """Every hidden test input and reference output of this run, as feedback could show them."""
     q = get_question("q03_concat_project")
-    n_public, cases, expected, _ = grade.expected_cases(q, SEED)
+    n_public, cases, expected, _ = assignments.expected_cases(q, SEED)
     numbers = set()
     for args, out in list(zip(cases, expected))[n_public:]:
         for arr in list(args) + [out]:
@@ -784,7 +784,7 @@ def _hidden_encodings():
     from mha_helpers.grading.rules import codec
 
     q = get_question("q03_concat_project")
-    n_public, cases, _, _ = grade.expected_cases(q, SEED)
+    n_public, cases, _, _ = assignments.expected_cases(q, SEED)
     found = set()
     for args in cases[n_public:]:
         for arr in args:

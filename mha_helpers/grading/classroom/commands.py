@@ -16,8 +16,10 @@ from pathlib import Path
 
 from ..course import Course, find_course
 from ..sandbox import bubblewrap
+from .assignments import load_templates
 from .collect import Submission, collect
-from .grade import Options, grade_submissions, load_templates, row_key
+from .grade import Options, grade_submissions
+from .row import row_key
 from .untrusted import clean_text, normalise_name, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
@@ -38,6 +40,7 @@ def grade_command(args) -> int:
 
 
 def _grade_command(args) -> int:
+    from . import feedback
     from . import gradebook as gb
     from .lms import RosterError, read_roster
 
@@ -170,7 +173,7 @@ def _grade_command(args) -> int:
     )
     unwritten: list = []
     if args.feedback and rows:
-        files = gb.write_feedback(rows, args.feedback, failed=unwritten)
+        files = feedback.write_feedback(rows, args.feedback, failed=unwritten)
         for student, assignment, why in unwritten:
             print(f"could not write the feedback of {student} ({assignment}): {why}")
         print(
@@ -179,9 +182,13 @@ def _grade_command(args) -> int:
         )
     if args.feedback and changed:
         graded_now = {row_key(r) for r in rows}
-        refreshed = gb.refresh_feedback(
+        refreshed = feedback.refresh_feedback(
             args.feedback,
-            [r for r in records if gb._key(r) in changed and gb._key(r) not in graded_now],
+            [
+                r
+                for r in records
+                if gb.record_key(r) in changed and gb.record_key(r) not in graded_now
+            ],
             manual_ids,
         )
         if refreshed:
@@ -372,9 +379,9 @@ def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set
 
 def roster_missing(records: list, roster, assignments: list, templates: dict) -> list:
     """A ``missing`` row for every roster student without a row in an assignment graded now."""
-    from .gradebook import _key
+    from .gradebook import record_key
 
-    have = {_key(r) for r in records}
+    have = {record_key(r) for r in records}
     extra = []
     for a in assignments:
         for s in roster.students:
@@ -389,9 +396,9 @@ def roster_missing(records: list, roster, assignments: list, templates: dict) ->
 
 def _sync_rows(rows, records, templates):
     """Copy merged written-answer points back into this run's rows (for the feedback)."""
-    from .gradebook import _key
+    from .gradebook import record_key
 
-    by_key = {_key(r): r for r in records}
+    by_key = {record_key(r): r for r in records}
     for row in rows:
         rec = by_key.get(row_key(row))
         t = templates.get(row["assignment"])
@@ -509,14 +516,14 @@ def export_command(args) -> int:
     else:
         text, problems = export_moodle(records, roster, assignments[0], qids)
     pending = [
-        r for r in records if r["assignment"] in assignments and gb._to_float(r.get("pending")) > 0
+        r for r in records if r["assignment"] in assignments and gb.to_float(r.get("pending")) > 0
     ]
     if pending:
         problems.append(
             f"{len(pending)} row(s) still have written answers to score (pending): their "
             "exported grade leaves those points out"
         )
-    gb._atomic_write(Path(args.out), text)
+    gb.atomic_write(Path(args.out), text)
     ids = {s.id for s in roster.students}
     filled = sum(
         1

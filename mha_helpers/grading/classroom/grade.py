@@ -1,20 +1,25 @@
-"""The instructor's grader: untrusted submissions in, a gradebook and feedback out.
+"""The instructor's grader: one submission, then a batch, through the stages in order.
 
 ``mha-course grade`` and ``mha-course check-solutions`` (:mod:`.commands`) call into this
-module. The stages live in their own modules, with the trust boundary between :mod:`.sandbox`
-and the rest:
+module. It holds no stage itself: it calls each one in turn, and no stage calls back into an
+earlier one (``tests/test_architecture.py`` checks the imports). Only the sandbox runs student
+code:
 
-========================  =====================================================  ===========
-stage                     module                                                 runs where
-========================  =====================================================  ===========
-find the submissions      :mod:`.collect` (folders, Canvas, Moodle, zips)        grader
-build the program         :mod:`.program` (the course's cells, learner's in       grader
-                          place)
-run it                    :mod:`.sandbox` + :mod:`.runner`                        **sandbox**
-judge the report          :mod:`.verdict` + :mod:`.judge` (expected outputs       grader
-                          from the banks)
-write the results         :mod:`.gradebook` (merge, manual scores, feedback)      grader
-========================  =====================================================  ===========
+=====================  ================================================================  =========
+stage                  module                                                            runs where
+=====================  ================================================================  =========
+collect                :mod:`.collect` (folders, Canvas, Moodle, zips; one file read)    grader
+build the program      :mod:`..sandbox.program` (the course's cells, the learner's in    grader
+                       place), with the cases of :mod:`.assignments`
+run in the sandbox     :mod:`..sandbox.bubblewrap` starts :mod:`..sandbox.inside.runner`  **sandbox**
+check the report       :mod:`..sandbox.report_schema`, then :mod:`.report` (the          grader
+                       grader's own words)
+verdicts from rules    :mod:`..rules.verdict` with :mod:`..rules.judge` (expected        grader
+                       outputs from the banks)
+gradebook row          :mod:`.row`                                                       grader
+outputs                :mod:`.gradebook`, :mod:`.feedback`, :mod:`.lms` (by             grader
+                       :mod:`.commands`)
+=====================  ================================================================  =========
 
 How one submission is graded: read its bytes (never written, links never followed, size
 capped); find its assignment (notebook metadata, else its answer cells' grade_ids); build the
@@ -26,47 +31,34 @@ limit, a timeout) it runs again without that step, so the other answers still co
 
 from __future__ import annotations
 
-import re
 import secrets
 import sys
 import threading
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-
-import numpy as np
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..course import Course, find_course
 from ..rules import codec
-from ..rules.cases import expected_outputs, public_cases
 from ..rules.verdict import BadReport, question_verdict, written_verdict
 from ..sandbox import bubblewrap
-from ..sandbox.program import SourceTooLarge, build_program, notebook_cells, template_from_notebook
+from ..sandbox.program import SourceTooLarge, build_program, notebook_cells
 from ..sandbox.report_schema import check_report
-from .banks import load_banks, questions_for
+from . import report as said
+from .assignments import expected_cases, identify, job_questions, load_templates
 from .collect import Rejected, Submission, collect, read_notebook
-from .release import release_notebook
-from .untrusted import clean_row, clean_text, normalise_name
+from .row import UNISOLATED_NOTE, graded_row, resolve_copies, ungraded_row, without_paths
+from .untrusted import clean_row, clean_text
 
 __all__ = [
     "grade_paths",
     "grade_submissions",
     "grade_submission",
-    "load_templates",
     "Options",
-    "expected_cases",
-    "UNISOLATED_NOTE",
 ]
 
 MAX_RETRIES = 2
-# A graded row's status: the first of these that happened (see gradebook.STATUSES).
-RUN_STATUS_ORDER = ["flagged", "kernel-died", "timeout", "memory", "ok"]
-UNISOLATED_NOTE = (
-    "graded WITHOUT a sandbox (--unsafe-no-sandbox): this submission's code could "
-    "read and change the grader's files"
-)
 
 
 @dataclass
@@ -90,210 +82,144 @@ class Options:
         )
 
 
-# --- templates and expected outputs ---------------------------------------------------------
-
-
-@dataclass
-class Template:
-    assignment: str
-    template: dict
-    answer_ids: list
-    questions: list
-    problems: list
-
-
-def load_templates(course: Course) -> dict[str, Template]:
-    """Templates of every solution notebook, keyed by assignment."""
-    import nbformat
-
-    load_banks(course)
-    out = {}
-    for path in sorted(course.solutions.glob("*.ipynb")):
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception as exc:  # a solution mid-edit must not stop grading the others
-            print(f"warning: skipping {path.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-            continue
-        assignment = nb.metadata.get("mha_course", {}).get("assignment") or path.stem
-        template = template_from_notebook(release_notebook(nb))
-        questions = questions_for(assignment)
-        problems = [
-            f"{q.grade_id}: no check cell calls check({q.grade_id!r}, ...)"
-            for q in questions
-            if q.kind != "manual" and q.grade_id not in template["exprs"]
-        ]
-        answer_ids = [
-            c["grade_id"] for c in template["cells"] if c["kind"] in ("answer", "written")
-        ]
-        out[assignment] = Template(assignment, template, answer_ids, questions, problems)
-    return out
-
-
-_CASES: dict = {}
-_CASES_LOCK = threading.Lock()
-
-
-def expected_cases(q, seed: int):
-    """``(n_public, cases, expected, mistakes)``: the public cases, then fresh hidden ones drawn
-    with ``seed``; the reference's outputs and each mistake's, computed here."""
-    key = (q.grade_id, seed)
-    with _CASES_LOCK:
-        if key not in _CASES:
-            public = public_cases(q)
-            hidden = q.cases(np.random.default_rng([seed, zlib.crc32(q.grade_id.encode())]))
-            cases = public + list(hidden)
-            expected, mistakes = expected_outputs(q, cases)
-            _CASES[key] = (len(public), cases, expected, mistakes)
-        return _CASES[key]
-
-
 # --- one submission -------------------------------------------------------------------------
-
-
-def identify(nb: dict, templates: dict):
-    """The assignment a notebook belongs to, and how we know."""
-    md = nb.get("metadata")
-    course = md.get("mha_course") if isinstance(md, dict) else None
-    name = course.get("assignment") if isinstance(course, dict) else None
-    if isinstance(name, str) and name in templates:
-        return name, None
-    ids = set()
-    for c in nb["cells"]:
-        cmd = c.get("metadata") if isinstance(c, dict) else None
-        nbg = cmd.get("nbgrader") if isinstance(cmd, dict) else None
-        if isinstance(nbg, dict) and isinstance(nbg.get("grade_id"), str):
-            ids.add(nbg["grade_id"])
-    best, overlap = None, 0
-    for a, t in templates.items():
-        k = len(ids & set(t.answer_ids))
-        if k > overlap:
-            best, overlap = a, k
-    if best is None:
-        return None, (
-            f"metadata names assignment {str(name)[:60]!r}, which the course does not have"
-            if name
-            else "no assignment metadata and no known answer cells"
-        )
-    return best, "assignment identified from its answer cells' grade_id"
-
-
-def _row(
-    sub: Submission, status: str, notes: list, assignment="", t: Template | None = None
-) -> dict:
-    qs = t.questions if t else []
-    return {
-        "student_id": sub.student_id,
-        "student": sub.student,
-        "assignment": assignment,
-        "file": sub.display,
-        "shown": sub.shown,
-        "late": sub.late,
-        "status": status,
-        "points": {q.grade_id: 0.0 for q in qs},
-        "questions": {},
-        "total": 0.0,
-        "max": float(sum(q.points for q in qs)),
-        "pending": 0.0,
-        "notes": list(sub.notes) + notes,
-        "timing": {"start": 0.0, "execute": 0.0, "wall": 0.0, "attempts": 0},
-    }
 
 
 def grade_submission(sub: Submission, templates: dict, opts: Options, seed: int) -> dict:
     """Grade one submission; never raises (any failure becomes the row's status)."""
     t0 = time.time()
     if sub.status:
-        return _row(sub, sub.status, [sub.note])
+        return ungraded_row(sub, sub.status, [sub.note])
     try:
         nb, notes = read_notebook(Path(sub.path), opts.max_bytes)
     except Rejected as r:
-        return _row(sub, r.status, [r.note])
+        return ungraded_row(sub, r.status, [r.note])
     except Exception as exc:  # an unreadable file, a permission problem...
-        return _row(sub, "not-a-notebook", [f"could not be read: {type(exc).__name__}"])
+        return ungraded_row(sub, "not-a-notebook", [f"could not be read: {type(exc).__name__}"])
     try:
         row = _grade_loaded(sub, nb, list(sub.notes) + notes, templates, opts, seed)
     except Exception as exc:  # never crash the batch
-        row = _row(sub, "grader-error", [f"{type(exc).__name__}: {exc}"[:300]])
+        row = ungraded_row(sub, "grader-error", [f"{type(exc).__name__}: {exc}"[:300]])
     row["timing"]["wall"] = round(time.time() - t0, 4)
     if not opts.isolate:
         row["notes"].append(UNISOLATED_NOTE)
-    row["notes"] = [_no_paths(n, sub) for n in row["notes"]]
+    row["notes"] = [without_paths(n, sub) for n in row["notes"]]
     return row
 
 
-def _no_paths(note: str, sub: Submission) -> str:
-    """A note without the instructor's paths: the submission's own path is shown as the
-    instructor gave it (relative), any other absolute path by its last component."""
-    text = str(note)
-    if sub.display and sub.display != sub.shown:
-        text = text.replace(str(sub.display), sub.shown)
-    return re.sub(r"(?<![\w.])/(?:[^\s/:;,'\"]+/)+([^\s/:;,'\"]+)", r"\1", text)
-
-
 def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
+    """A readable notebook through the stages: its assignment, its program, a run in the
+    sandbox, the report read, a verdict per question, the row. Notes go into ``notes``."""
     assignment, how = identify(nb, templates)
     if assignment is None:
-        return _row(sub, "unknown-assignment", notes + [how])
+        return ungraded_row(sub, "unknown-assignment", notes + [how])
     if how:
         notes.append(how)
     t = templates[assignment]
     try:
         program = build_program(t.template, notebook_cells(nb))
     except SourceTooLarge as exc:
-        return _row(sub, "too-large", notes + [str(exc)], assignment, t)
+        return ungraded_row(sub, "too-large", notes + [str(exc)], assignment, t.questions)
     notes += program.notes
-    exprs = t.template["exprs"]
-    auto = [q for q in t.questions if q.kind != "manual" and q.grade_id in exprs]
-    specs = {}
-    for q in auto:
-        spec = {"grade_id": q.grade_id, "kind": q.kind, "expr": exprs[q.grade_id]}
-        if q.kind == "function":
-            _, cases, _, _ = expected_cases(q, seed)
-            spec.update(cases=[codec.encode(tuple(c)) for c in cases], forbidden=list(q.forbidden))
-        specs[q.grade_id] = spec
+    specs = job_questions(t, seed)
+    run = _run_until_reported(program, specs, opts)
+    report, flags = _read_report(run, program, specs, t, seed, opts, notes)
+    details, verdict_flags = _verdicts(t, program, report, run.skipped, seed, notes)
+    notes += said.output_notes(report)
+    timing = {
+        "start": round(run.start_s, 4),
+        "execute": round(run.exec_s, 4),
+        "wall": 0.0,
+        "attempts": run.attempts,
+    }
+    return graded_row(sub, assignment, t.questions, details, flags | verdict_flags, notes, timing)
 
-    skip_cells, skip_q, deaths = set(), set(), []
-    start_s = exec_s = 0.0
-    attempts, outcome = 0, None
+
+# --- run in the sandbox, again without the step that killed the program ----------------------
+
+
+@dataclass
+class _Run:
+    """The runs of one program until one reported (or the retries ran out)."""
+
+    outcome: bubblewrap.Outcome | None = None  # the last run's
+    attempts: int = 0
+    start_s: float = 0.0  # sandbox start-up, all attempts
+    exec_s: float = 0.0  # execution, all attempts
+    skipped_cells: set = field(default_factory=set)  # cells replaced by ``pass``
+    skipped: set = field(default_factory=set)  # questions left out of the job
+    deaths: list = field(default_factory=list)  # (culprit, reason) per run without a report
+
+
+def _job(program, specs: dict, run: _Run, per_cell: float) -> dict:
+    """The job for the next attempt: the program with the skipped cells as ``pass``, and the
+    questions not skipped."""
+    cells = [
+        {"source": "pass" if i in run.skipped_cells else c["source"]}
+        for i, c in enumerate(program.cells)
+    ]
+    questions = [s for g, s in specs.items() if g not in run.skipped]
+    return {"cells": cells, "questions": questions, "cell_timeout": per_cell}
+
+
+def _add_times(run: _Run, outcome) -> None:
+    """Split one attempt's time into sandbox start-up and execution, from the runner's
+    ``ready`` time when it is a time of this attempt (the report is untrusted)."""
+    times = (outcome.report or {}).get("times") if isinstance(outcome.report, dict) else None
+    try:
+        ready = float(times["ready"])
+        if not outcome.spawn - 60 <= ready <= outcome.end + 1:
+            raise ValueError("not a time of this run")
+        run.start_s += ready - outcome.spawn
+        run.exec_s += outcome.end - ready
+    except (TypeError, KeyError, ValueError, OverflowError):
+        run.exec_s += outcome.end - outcome.spawn
+
+
+def _skip_next(run: _Run, step, n_cells: int) -> bool:
+    """Leave out the step the program died in (a cell or a question) for the next attempt;
+    False when there is no such step to leave out."""
+    if step is None or run.attempts > MAX_RETRIES:
+        return False
+    if step[0] == "cell" and step[1] < n_cells:
+        run.skipped_cells.add(step[1])
+    elif step[0] == "eval":
+        run.skipped.add(step[1])
+    else:
+        return False
+    return True
+
+
+def _run_until_reported(program, specs: dict, opts: Options) -> _Run:
+    """Run the program in a fresh sandbox until a run reports; after a run that died in a
+    step, run again without that step (at most :data:`MAX_RETRIES` times)."""
+    run = _Run()
     while True:
-        cells = [
-            {"source": "pass" if i in skip_cells else c["source"]}
-            for i, c in enumerate(program.cells)
-        ]
-        job = {
-            "cells": cells,
-            "questions": [s for g, s in specs.items() if g not in skip_q],
-            "cell_timeout": opts.per_cell,
-        }
+        job = _job(program, specs, run, opts.per_cell)
         outcome = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
-        attempts += 1
-        times = (outcome.report or {}).get("times") if isinstance(outcome.report, dict) else None
-        try:
-            ready = float(times["ready"])
-            if not outcome.spawn - 60 <= ready <= outcome.end + 1:
-                raise ValueError("not a time of this run")
-            start_s += ready - outcome.spawn
-            exec_s += outcome.end - ready
-        except (TypeError, KeyError, ValueError, OverflowError):
-            exec_s += outcome.end - outcome.spawn
+        run.outcome = outcome
+        run.attempts += 1
+        _add_times(run, outcome)
         if outcome.report is not None:
-            break
-        culprit = _culprit(outcome.steps)
-        if culprit and culprit[0] == "eval" and culprit[1] not in specs:
-            culprit = None  # a forged step line: the grader names only its own questions
-        deaths.append((culprit, _grader_reason(outcome.reason)))
-        if culprit is None or attempts > MAX_RETRIES:
-            break
-        if culprit[0] == "cell" and culprit[1] < len(program.cells):
-            skip_cells.add(culprit[1])
-        elif culprit[0] == "eval":
-            skip_q.add(culprit[1])
-        else:
-            break
+            return run
+        step = said.culprit(outcome.steps)
+        if step and step[0] == "eval" and step[1] not in specs:
+            step = None  # a forged step line: the grader names only its own questions
+        run.deaths.append((step, said.grader_reason(outcome.reason)))
+        if not _skip_next(run, step, len(program.cells)):
+            return run
 
-    report = outcome.report if isinstance(outcome.report, dict) else {}
+
+# --- check the report, in the grader's words --------------------------------------------------
+
+
+def _read_report(run: _Run, program, specs, t, seed: int, opts: Options, notes: list):
+    """The last run's report, checked against its schema and put in the grader's words, and
+    the row's flags; notes on a malformed report, each death and each cell that raised go into
+    ``notes``. A report that breaks the schema is not read at all (fail closed)."""
     flags = set()
-    kinds = {g: s["kind"] for g, s in specs.items() if g not in skip_q}
+    report = run.outcome.report if isinstance(run.outcome.report, dict) else {}
+    kinds = {g: s["kind"] for g, s in specs.items() if g not in run.skipped}
     broken = check_report(report, len(program.cells), kinds) if report else []
     if broken:
         flags.add("flagged")
@@ -303,81 +229,70 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         )
         report = {}
     else:
-        report = _in_grader_words(report, specs, t, seed)
-        if report and _has_student_text(report, t, seed):
-            report = _with_public_texts(report, program, specs, t, seed, opts)
-    for culprit, reason in deaths:
-        where = "before any cell ran"
-        if culprit and culprit[0] == "cell" and culprit[1] < len(program.cells):
-            where = f"in {program.cells[culprit[1]]['label']}"
-        elif culprit and culprit[0] == "eval":
-            where = f"while checking {culprit[1]}"
-        notes.append(f"the program stopped {where}: {reason}")
-        flags.add("timeout" if reason in ("timeout", "cpu-time") else "kernel-died")
+        report = _in_grader_words(report, program, specs, t, seed, opts)
+    death_notes, death_flags = said.death_notes(run.deaths, program.cells)
+    notes += death_notes
+    flags |= death_flags
     if not report and not broken:
         notes.append("no result from the sandbox: every automatic question scores 0 (fail closed)")
+    cell_notes, cell_flags = said.cell_notes(report, program.cells, opts.per_cell)
+    notes += cell_notes
+    return report, flags | cell_flags
 
-    cell_recs = report.get("cells", [])
-    if not isinstance(cell_recs, list):
-        cell_recs, flags = [], flags | {"flagged"}
-        notes.append("the report's cell list was malformed")
-    for i, rec in enumerate(cell_recs[: len(program.cells)]):
-        err = rec.get("error") if isinstance(rec, dict) else None
-        if not isinstance(err, dict):
-            continue
-        label = program.cells[i]["label"]
-        if rec.get("timeout"):
-            flags.add("timeout")
-            notes.append(f"{label} ran out of time ({opts.per_cell:g} s per cell)")
-            continue
-        kind = str(err.get("type"))[:80]
-        if kind == "MemoryError":
-            flags.add("memory")
-        message = str(err.get("message") or "")
-        notes.append(
-            f"{label} raised {kind}" + (f": {mask_data(message[:200])}" if message else "")
-        )
+
+def _in_grader_words(report: dict, program, specs: dict, t, seed: int, opts: Options) -> dict:
+    """The report in the grader's words, with the student's own error texts from a second run
+    that had the public cases only, when there are any to show."""
+    n_public = {
+        q.grade_id: expected_cases(q, seed)[0]
+        for q in t.questions
+        if q.grade_id in specs and q.kind == "function"
+    }
+    report = said.in_grader_words(report, t.questions)
+    if report and said.has_student_text(report, t.questions, n_public):
+        public = _public_run(program, specs, n_public, opts)
+        if public:
+            report = said.with_public_texts(report, public, n_public)
+    return report
+
+
+def _public_run(program, specs: dict, n_public: dict, opts: Options) -> dict:
+    """The schema-valid report of the program run again with the public cases only (nothing
+    hidden in its memory), or ``{}``."""
+    questions = [
+        dict(spec, cases=spec["cases"][: n_public[gid]]) if spec["kind"] == "function" else spec
+        for gid, spec in specs.items()
+    ]
+    job = {
+        "cells": [{"source": c["source"]} for c in program.cells],
+        "questions": questions,
+        "cell_timeout": opts.per_cell,
+    }
+    try:
+        out = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
+    except Exception:
+        return {}
+    other = out.report if isinstance(out.report, dict) else {}
+    kinds = {g: s["kind"] for g, s in specs.items()}
+    if check_report(other, len(program.cells), kinds):
+        return {}
+    return other
+
+
+# --- verdicts from the rules ------------------------------------------------------------------
+
+
+def _verdicts(t, program, report: dict, skipped: set, seed: int, notes: list) -> tuple[dict, set]:
+    """Each question's verdict, by grade_id, and the row's flags from them. A record that
+    breaks the schema costs its question the points (fail closed); notes go into ``notes``."""
     answered = report.get("answers", {}) if isinstance(report.get("answers"), dict) else {}
-
-    points, details = {}, {}
-    total = maximum = pending = 0.0
+    exprs = t.template["exprs"]
+    details, flags = {}, set()
     for q in t.questions:
-        maximum += q.points
         if q.kind == "manual":
-            d = written_verdict(q, program.written.get(q.grade_id))
-            if d["status"] == "manual":
-                pending += q.points
-                points[q.grade_id] = "pending"
-            else:
-                points[q.grade_id] = 0.0
-            details[q.grade_id] = d
+            details[q.grade_id] = written_verdict(q, program.written.get(q.grade_id))
             continue
-        try:
-            cases = expected_cases(q, seed) if q.kind == "function" else None
-            d = question_verdict(
-                q, answered.get(q.grade_id) if report else None, cases, q.grade_id in skip_q
-            )
-        except (BadReport, codec.CodecError) as exc:
-            flags.add("flagged")
-            d = {
-                "grade_id": q.grade_id,
-                "status": "error",
-                "points": 0.0,
-                "max_points": q.points,
-                "message": "the sandbox's report for this question was malformed (fail closed)",
-                "hint": "",
-            }
-            notes.append(f"{q.grade_id}: malformed report ({str(exc)[:80]}); scored 0")
-        except Exception as exc:  # an answer too odd to compare costs its own points only
-            d = {
-                "grade_id": q.grade_id,
-                "status": "error",
-                "points": 0.0,
-                "max_points": q.points,
-                "message": "your answer could not be compared with the expected one",
-                "hint": q.hint,
-            }
-            notes.append(f"{q.grade_id}: could not be compared ({type(exc).__name__}); scored 0")
+        d = _verdict(q, answered.get(q.grade_id) if report else None, skipped, seed, notes, flags)
         if q.grade_id not in exprs:
             d = d | {
                 "status": "error",
@@ -392,190 +307,38 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
             notes.append(
                 f"{q.grade_id}: scored 0, the answer calls the course's {', '.join(d['helpers'])}"
             )
-        points[q.grade_id] = float(d["points"])
-        total += float(d["points"])
         details[q.grade_id] = d
-    if isinstance(report.get("output_chars"), int) and report["output_chars"] > 2**20:
-        notes.append("the program printed more than 1 MiB (discarded)")
-    status = next(s for s in RUN_STATUS_ORDER if s in flags or s == "ok")
-    return {
-        "student_id": sub.student_id,
-        "student": sub.student,
-        "assignment": assignment,
-        "file": sub.display,
-        "shown": sub.shown,
-        "late": sub.late,
-        "status": status,
-        "points": points,
-        "questions": details,
-        "total": total,
-        "max": maximum,
-        "pending": pending,
-        "notes": notes,
-        "timing": {
-            "start": round(start_s, 4),
-            "execute": round(exec_s, 4),
-            "wall": 0.0,
-            "attempts": attempts,
-        },
-    }
+    return details, flags
 
 
-# --- the grader's own words -----------------------------------------------------------------
-#
-# The program that wrote the report had the hidden cases in its memory (they are in its job),
-# so any text in the report may carry them, in any notation. Feedback therefore uses only the
-# grader's words: exception and type names from fixed lists, argument names from the
-# question's reference, and a student's own error text only from a second run that was given
-# the public cases alone (made only when there is such text to show).
-
-KNOWN_EXCEPTIONS = frozenset(
-    name
-    for name, obj in vars(__import__("builtins")).items()
-    if isinstance(obj, type) and issubclass(obj, BaseException)
-) | {"LinAlgError", "AxisError", "CellTimeout"}
-KNOWN_TYPES = frozenset(
-    "int float complex bool str bytes list tuple dict set frozenset NoneType ndarray generic "
-    "float64 float32 int64 int32 module type function method builtin_function_or_method "
-    "ellipsis range slice object".split()
-)
-
-
-def _known(name, allowed, other: str) -> str:
-    return name if isinstance(name, str) and name in allowed else other
-
-
-def _params(q) -> set:
-    import inspect
-
+def _verdict(q, rec, skipped: set, seed: int, notes: list, flags: set) -> dict:
+    """The verdict on one automatically graded question from its record in the report
+    (``None`` when there is no report). A malformed record, or an answer too odd to compare,
+    costs this question its points and nothing else."""
     try:
-        return set(inspect.signature(q.reference).parameters)
-    except (TypeError, ValueError):
-        return set()
-
-
-def _in_grader_words(report: dict, specs: dict, t, seed: int) -> dict:
-    """The report with every student-chosen text replaced by the grader's words (a schema-
-    valid report in, a copy out): messages dropped, names from the fixed lists."""
-    import copy
-
-    report = copy.deepcopy(report)
-    for rec in report.get("cells", []):
-        err = rec.get("error")
-        if isinstance(err, dict):
-            rec["error"] = {"type": _known(err.get("type"), KNOWN_EXCEPTIONS, "Exception")}
-    questions = {q.grade_id: q for q in t.questions}
-    for gid, rec in report.get("answers", {}).items():
-        if isinstance(rec.get("error"), dict):
-            rec["error"] = {"type": _known(rec["error"].get("type"), KNOWN_EXCEPTIONS, "Exception")}
-        if "type" in rec:
-            rec["type"] = _known(rec["type"], KNOWN_TYPES, "object")
-        q = questions.get(gid)
-        params = _params(q) if q is not None else set()
-        for row in rec.get("results") or []:
-            if row.get("raised"):
-                row["raised"] = [_known(row["raised"][0], KNOWN_EXCEPTIONS, "Exception"), ""]
-            if "where" in row:
-                row["where"] = None  # the learner's own code and names: from the public run only
-            mutated = row.get("mutated") or []
-            named = [m for m in mutated if m in params]  # the reference's own argument names
-            row["mutated"] = named or (["one of the arguments"] if mutated else [])
-    return report
-
-
-def _has_student_text(report: dict, t, seed: int) -> bool:
-    """Whether the feedback would show a student's own error text: a cell that raised, or a
-    public case that raised."""
-    if any(isinstance(r.get("error"), dict) for r in report.get("cells", [])):
-        return True
-    for q in t.questions:
-        rec = report.get("answers", {}).get(q.grade_id)
-        if q.kind != "function" or not isinstance(rec, dict):
-            continue
-        n_public = expected_cases(q, seed)[0]
-        for row in (rec.get("results") or [])[:n_public]:
-            if row.get("raised") and row["raised"][0] != "NotImplementedError":  # a stub
-                return True
-    return False
-
-
-def _with_public_texts(report: dict, program, specs: dict, t, seed: int, opts) -> dict:
-    """Run the program again with the public cases only (nothing hidden in its memory) and take
-    the error messages of its cells and of the public cases from that run, cleaned."""
-    from .untrusted import clean_text
-
-    public_specs = []
-    n_public = {}
-    for gid, spec in specs.items():
-        if spec["kind"] == "function":
-            q = next(q for q in t.questions if q.grade_id == gid)
-            n_public[gid] = expected_cases(q, seed)[0]
-            spec = dict(spec, cases=spec["cases"][: n_public[gid]])
-        public_specs.append(spec)
-    job = {
-        "cells": [{"source": c["source"]} for c in program.cells],
-        "questions": public_specs,
-        "cell_timeout": opts.per_cell,
-    }
-    try:
-        out = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
-    except Exception:
-        return report
-    other = out.report if isinstance(out.report, dict) else {}
-    kinds = {g: s["kind"] for g, s in specs.items()}
-    if check_report(other, len(program.cells), kinds):
-        return report
-    for mine, theirs in zip(report.get("cells", []), other.get("cells", [])):
-        err, their_err = mine.get("error"), theirs.get("error")
-        if isinstance(err, dict) and isinstance(their_err, dict):
-            if their_err.get("type") == err["type"]:
-                err["message"] = clean_text(their_err.get("message", ""), max_chars=200)
-    for gid, rec in report.get("answers", {}).items():
-        theirs = (other.get("answers") or {}).get(gid) or {}
-        rows, their_rows = rec.get("results") or [], theirs.get("results") or []
-        for row, their in list(zip(rows, their_rows))[: n_public.get(gid, 0)]:
-            if row.get("raised") and their.get("raised") and their["raised"][0] == row["raised"][0]:
-                row["raised"][1] = clean_text(their["raised"][1], max_chars=300)
-                where = their.get("where")
-                if isinstance(where, dict) and "where" in row:
-                    row["where"] = {
-                        k: (v if k == "line" else clean_text(v, max_chars=160))
-                        for k, v in where.items()
-                        if v is not None
-                    }
-    return report
-
-
-def _grader_reason(reason: str) -> str:
-    """Why a run ended, in the grader's words (an exit code is the program's choice)."""
-    return "it exited before reporting" if reason.startswith("exited with code") else reason
-
-
-_DATA_LIKE = re.compile(r"[-+]?\d*\.\d+(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+|[A-Za-z0-9+/=]{24,}")
-
-
-def mask_data(text: str) -> str:
-    """A cell's error message with anything that could be test data masked: decimal numbers and
-    long base64-like runs (how the job's arrays travel). A program can read its whole job from
-    its own memory, hidden cases included, and raise them; feedback must not show them. Integers
-    (line numbers, shapes) stay.
-
-    >>> mask_data("shapes (3,4) and (5,) not aligned; x = [0.1234 -1.5e-3]")
-    'shapes (3,4) and (5,) not aligned; x = [#.# #.#]'
-    """
-    return _DATA_LIKE.sub("#.#", text)
-
-
-def _culprit(steps: list):
-    """The step that was running when the program stopped: ("cell", i) or ("eval", gid)."""
-    if not steps:
-        return None
-    kind, _, arg = steps[-1].partition(" ")
-    if kind == "cell" and arg.isdigit():
-        return ("cell", int(arg))
-    if kind == "eval" and arg:
-        return ("eval", arg)
-    return None
+        cases = expected_cases(q, seed) if q.kind == "function" else None
+        return question_verdict(q, rec, cases, q.grade_id in skipped)
+    except (BadReport, codec.CodecError) as exc:
+        flags.add("flagged")
+        notes.append(f"{q.grade_id}: malformed report ({str(exc)[:80]}); scored 0")
+        return {
+            "grade_id": q.grade_id,
+            "status": "error",
+            "points": 0.0,
+            "max_points": q.points,
+            "message": "the sandbox's report for this question was malformed (fail closed)",
+            "hint": "",
+        }
+    except Exception as exc:  # an answer too odd to compare costs its own points only
+        notes.append(f"{q.grade_id}: could not be compared ({type(exc).__name__}); scored 0")
+        return {
+            "grade_id": q.grade_id,
+            "status": "error",
+            "points": 0.0,
+            "max_points": q.points,
+            "message": "your answer could not be compared with the expected one",
+            "hint": q.hint,
+        }
 
 
 # --- a batch ---------------------------------------------------------------------------------
@@ -668,60 +431,3 @@ def grade_paths(
         return grade_submissions(collection.submissions, templates, jobs, opts, seed, progress)
     finally:
         collection.close()
-
-
-def resolve_copies(rows: list, subs: list, picks: dict | None = None) -> None:
-    """One counted row per (student_id, assignment); the other copies say ``superseded``.
-
-    The rule (documented in the instructor guide, the same on every full regrade): a file the
-    instructor gave by itself, or recorded as picked in the gradebook (``picks``: key ->
-    file as shown), counts; otherwise the latest copy: Canvas's resubmission number (``-1``,
-    ``-2``), then its submission number, then the file's modification time, then its name.
-    """
-    picks = picks or {}
-    groups: dict = {}
-    for row, sub in zip(rows, subs):
-        if row["assignment"] and row["status"] != "missing":
-            groups.setdefault(row_key(row), []).append((row, sub))
-    for key, group in groups.items():
-        if len(group) < 2:
-            row, sub = group[0]
-            if sub.picked:
-                row["notes"].append("picked by the instructor (graded by itself)")
-            continue
-        picked = picks.get(key)
-        group.sort(
-            key=lambda item, picked=picked: (
-                item[1].picked or _same_file(item[0]["shown"], picked),
-                tuple(item[1].rank),
-            )
-        )
-        (winner, wsub), losers = group[-1], group[:-1]
-        why = (
-            "picked by the instructor"
-            if wsub.picked or _same_file(winner["shown"], picked)
-            else "the latest copy counts"
-        )
-        others = ", ".join(
-            f"{r['shown']} ({r['status']}, {r['total']:g} of {r['max']:g})" for r, _ in losers
-        )
-        winner["notes"].append(
-            f"{len(group)} copies of {winner['assignment']}; this one counts ({why}); "
-            f"not counted: {others}"
-        )
-        for r, _ in losers:
-            r["notes"].append(
-                f"not counted: {winner['shown']} counts instead (status was {r['status']})"
-            )
-            r["status"] = "superseded"
-
-
-def _same_file(shown: str, picked) -> bool:
-    """Whether a file as shown now is the one picked earlier (shown relative to another
-    folder, perhaps: the file name decides; Canvas and Moodle names are unique)."""
-    return bool(picked) and PurePosixPath(shown).name == PurePosixPath(str(picked)).name
-
-
-def row_key(row) -> tuple:
-    """The key of a gradebook row: (student_id, assignment)."""
-    return (normalise_name(row["student_id"]).casefold(), row["assignment"] or "")
