@@ -23,7 +23,7 @@ import pytest
 from grading_helpers import ROOT, require_sandbox
 
 from mha_helpers.grading.rules import codec
-from mha_helpers.grading.sandbox import bubblewrap, seccomp
+from mha_helpers.grading.sandbox import bubblewrap, cgroups, seccomp
 
 
 @pytest.fixture(autouse=True)
@@ -113,7 +113,7 @@ def test_memory_paths_an_rlimit_would_not_count_are_closed_inside():
 def test_the_cgroup_counts_memory_the_address_space_limit_allows():
     """Where the machine gives the grader a cgroup, memory is counted by it: with an address
     space limit of 2 GiB and a cgroup limit of 192 MiB, touching 512 MiB ends the sandbox."""
-    if bubblewrap.accounting() == "rlimits":
+    if cgroups.accounting() == "rlimits":
         pytest.skip("this machine gives the grader no cgroup (the allowlist test covers it)")
     job = {
         "cells": [{"source": "import numpy as np\nblock = np.ones(512 * 2**20, dtype=np.int8)\n"}],
@@ -266,9 +266,9 @@ def test_the_sandbox_ends_whatever_its_inside_does(tmp_path, how):
 def test_no_cgroup_is_left_behind():
     """Every run's cgroup is removed (at once, or by the next sweep), and those of a grader that
     died without cleaning up are swept when the next grader starts."""
-    if bubblewrap.accounting() == "rlimits":
+    if cgroups.accounting() == "rlimits":
         pytest.skip("this machine gives the grader no cgroup")
-    _, bases = bubblewrap._cgroup_parents()
+    _, bases = cgroups.cgroup_parents()
     dead = subprocess.Popen(["true"])
     dead.wait()
     orphans = [Path(b) / f"mha-grade-{dead.pid}-0" for b in bases]
@@ -281,8 +281,8 @@ def test_no_cgroup_is_left_behind():
     def ours():
         return [p for b in bases for p in Path(b).glob(f"mha-grade-{os.getpid()}-*")]
 
-    bubblewrap._sweep()
-    assert _wait(lambda: (bubblewrap._sweep() or True) and not ours(), 20), ours()
-    bubblewrap._cgroup_parents.cache_clear()  # as a new grader does
-    assert bubblewrap.accounting() != "rlimits"
+    cgroups.sweep()
+    assert _wait(lambda: (cgroups.sweep() or True) and not ours(), 20), ours()
+    cgroups.cgroup_parents.cache_clear()  # as a new grader does
+    assert cgroups.accounting() != "rlimits"
     assert not [o for o in orphans if o.exists()]

@@ -2,7 +2,7 @@
 
 The grader does not run the learner's notebook as it stands in their session: it starts a fresh
 process, runs the released exercise's own cells with the learner's answer cells, and the cells
-they added, in place (:mod:`.program`), then calls the answers on test cases. Validate does the
+they added, in place (:mod:`..sandbox.program`), then calls the answers on test cases. Validate does the
 same on the learner's machine, with the public cases from the self-check data, and prints per
 question the verdict, plus warnings about what could differ from the learner's session:
 
@@ -91,7 +91,20 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
     if how:
         notes.append(how)
     program = build_program(data["template"], notebook_cells(nb))
-    warnings = [n for n in notes]
+    out = bubblewrap.run(
+        _job(data, program, timeout),
+        bubblewrap.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
+        isolate=isolate,
+        mpl_cache=bubblewrap.warm_matplotlib() if isolate else None,
+    )
+    report = out.report or {}
+    warnings = list(notes) + _run_warnings(out, report, program)
+    verdicts = _verdicts(data, program, report, warnings)
+    return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
+
+
+def _job(data: dict, program, timeout: float) -> dict:
+    """The job the grader would send, with the public cases from the self-check data."""
     exprs = data["template"]["exprs"]
     questions = [q for q in data["questions"] if q["kind"] != "manual" and q["grade_id"] in exprs]
     specs = []
@@ -100,18 +113,17 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         if q["kind"] == "function":
             spec.update(cases=q["public"]["cases"], forbidden=q["forbidden"])
         specs.append(spec)
-    job = {
+    return {
         "cells": [{"source": c["source"]} for c in program.cells],
         "questions": specs,
         "cell_timeout": max(5.0, timeout / 4),
     }
-    out = bubblewrap.run(
-        job,
-        bubblewrap.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
-        isolate=isolate,
-        mpl_cache=bubblewrap.warm_matplotlib() if isolate else None,
-    )
-    report = out.report or {}
+
+
+def _run_warnings(out, report: dict, program) -> list:
+    """What could differ from the learner's session: a run that did not finish, the cells they
+    added, and the cells that raised."""
+    warnings = []
     if not report:
         warnings.append(
             f"the notebook did not run to the end ({out.reason}"
@@ -127,6 +139,12 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
                 f"{program.cells[i]['label']} raised {err.get('type')}: "
                 f"{str(err.get('message'))[:160]}"
             )
+    return warnings
+
+
+def _verdicts(data: dict, program, report: dict, warnings: list) -> list:
+    """Each question's verdict on the public cases; a warning (added to ``warnings``) for each
+    answer that reads a name defined in a cell the learner added or in another answer cell."""
     answers = report.get("answers", {})
     verdicts = []
     for q in data["questions"]:
@@ -157,7 +175,7 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
                         f"{gid} uses `{name}`, defined in {cell['label']}: keep that "
                         "cell in the notebook (the grader runs it too)"
                     )
-    return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
+    return verdicts
 
 
 def identify_assignment(nb: dict) -> tuple[str | None, str | None]:
