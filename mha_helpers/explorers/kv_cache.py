@@ -271,75 +271,20 @@ def kv_cache_view(
     extra = {"latent_dim": latent, "window": window}
     matches = _matches(L, h, g, d_h, latent, window)
     if min(L, h, g, d_h, n) < 1 or not b > 0 or min(latent, window) < 0:
-        return KVCacheView(
-            *args,
-            ok=False,
-            models=(),
-            matches=matches,
-            message="Every count must be at least 1 and bytes per element positive.",
-            **extra,
-        )
+        message = "Every count must be at least 1 and bytes per element positive."
+        return KVCacheView(*args, ok=False, models=(), matches=matches, message=message, **extra)
     if h % g and not latent:
-        fits = divisors(h, KV_MAX_HEADS)
         return KVCacheView(
             *args,
             ok=False,
             models=_model_rows(n, b),
             matches=matches,
-            message=(
-                f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
-                f"a group of the same number of query heads (query heads / KV heads must be a "
-                f"whole number). To fix it, set the KV heads to a divisor of {h} "
-                f"({join_or(fits)})."
-            ),
+            message=_not_divisible_message(h, g),
             **extra,
         )
     kept = min(n, window) if window else n  # a rolling buffer keeps the last `window` positions
-    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
-    if latent:
-        per_token = latent * L * b
-        per_token = int(per_token) if float(per_token).is_integer() else per_token
-        kind = "MLA"
-        kind_text = (
-            f"MLA: one latent of {latent} numbers per token and layer, from which the keys and "
-            f"values of all {h} query heads are rebuilt (the KV-heads setting is not used)"
-        )
-        formula = (
-            f"{latent} (latent d_c + RoPE key d_h^R) \u00d7 {L} layers \u00d7 {b_text} = "
-            f"{fmt_int(per_token) if float(per_token).is_integer() else per_token} bytes per token"
-        )
-    else:
-        per_token = kv_cache_bytes(L, g, d_h, 1, b)
-        kind = _kind(h, g)
+    kind, kind_text, per_token, formula = _sharing(L, h, g, d_h, b, latent)
     per_sequence = per_token * kept
-    models = _model_rows(n, b, per_token)
-    mha = kv_cache_bytes(L, h, d_h, kept, b)
-    window_text = ""
-    if window and window < n:
-        window_text = (
-            f"Sliding window of {fmt_int(window)}: a rolling buffer keeps only the last "
-            f"{fmt_int(window)} of the {fmt_int(n)} positions, {n / window:.3g}\u00d7 less than "
-            f"keeping them all."
-        )
-    elif window:
-        window_text = (
-            f"Sliding window of {fmt_int(window)}: longer than the {fmt_int(n)} tokens, so "
-            f"nothing is dropped yet."
-        )
-    if kind == "MLA":
-        pass
-    elif kind == "MHA":
-        kind_text = f"MHA: every one of the {h} query heads has its own key and value head"
-    elif kind == "MQA":
-        kind_text = f"MQA: all {h} query heads share a single key and value head"
-    else:
-        kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
-    if kind != "MLA":
-        formula = (
-            f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
-            f"{b_text} = {fmt_int(per_token) if float(per_token).is_integer() else per_token} "
-            f"bytes per token"
-        )
     return KVCacheView(
         *args,
         ok=True,
@@ -351,12 +296,72 @@ def kv_cache_view(
         per_token_text=format_bytes(per_token),
         per_sequence_text=format_bytes(per_sequence),
         formula_text=formula,
-        mha_per_sequence=mha,
-        models=models,
+        mha_per_sequence=kv_cache_bytes(L, h, d_h, kept, b),
+        models=_model_rows(n, b, per_token),
         matches=matches,
-        window_text=window_text,
+        window_text=_window_text(window, n),
         **extra,
     )
+
+
+def _not_divisible_message(h: int, g: int) -> str:
+    """Why ``h`` query heads cannot share ``g`` KV heads, and the values of ``g`` that work."""
+    fits = divisors(h, KV_MAX_HEADS)
+    return (
+        f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
+        f"a group of the same number of query heads (query heads / KV heads must be a "
+        f"whole number). To fix it, set the KV heads to a divisor of {h} "
+        f"({join_or(fits)})."
+    )
+
+
+def _sharing(L, h, g, d_h, b, latent) -> tuple:
+    """``(kind, kind_text, per_token, formula)``: how the query heads share keys and values
+    (MHA, GQA, MQA, or MLA's latent when ``latent``), in words, the bytes cached per token, and
+    the formula that gives them."""
+    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
+    if latent:
+        per_token = latent * L * b
+        per_token = int(per_token) if float(per_token).is_integer() else per_token
+        kind_text = (
+            f"MLA: one latent of {latent} numbers per token and layer, from which the keys and "
+            f"values of all {h} query heads are rebuilt (the KV-heads setting is not used)"
+        )
+        formula = (
+            f"{latent} (latent d_c + RoPE key d_h^R) \u00d7 {L} layers \u00d7 {b_text} = "
+            f"{fmt_int(per_token) if float(per_token).is_integer() else per_token} bytes per token"
+        )
+        return "MLA", kind_text, per_token, formula
+    per_token = kv_cache_bytes(L, g, d_h, 1, b)
+    kind = _kind(h, g)
+    if kind == "MHA":
+        kind_text = f"MHA: every one of the {h} query heads has its own key and value head"
+    elif kind == "MQA":
+        kind_text = f"MQA: all {h} query heads share a single key and value head"
+    else:
+        kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
+    formula = (
+        f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
+        f"{b_text} = {fmt_int(per_token) if float(per_token).is_integer() else per_token} "
+        f"bytes per token"
+    )
+    return kind, kind_text, per_token, formula
+
+
+def _window_text(window: int, n: int) -> str:
+    """What a sliding window keeps of ``n`` positions (``""`` without one)."""
+    if window and window < n:
+        return (
+            f"Sliding window of {fmt_int(window)}: a rolling buffer keeps only the last "
+            f"{fmt_int(window)} of the {fmt_int(n)} positions, {n / window:.3g}\u00d7 less than "
+            f"keeping them all."
+        )
+    if window:
+        return (
+            f"Sliding window of {fmt_int(window)}: longer than the {fmt_int(n)} tokens, so "
+            f"nothing is dropped yet."
+        )
+    return ""
 
 
 def render_kv_cache_summary_html(view: KVCacheView) -> str:
@@ -418,34 +423,9 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
         f'<th scope="col" style="{tl if i < 2 else td};vertical-align:bottom">{t}</th>'
         for i, t in enumerate(headers)
     )
-    body = []
-    if view.ok:
-        body.append(
-            f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
-            f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
-            f'{view.num_heads}</td><td style="{td}">{"latent" if view.latent_dim else view.num_kv_heads}</td><td style="{td}">'
-            f'{view.d_head}</td><td style="{td}"></td>'
-            f'<td style="{td};white-space:nowrap">{view.per_token_text}</td>'
-            f'<td style="{td};white-space:nowrap">{view.per_sequence_text}</td>'
-            f'<td style="{td}"></td></tr>'
-        )
-    beyond = False
-    nowrap = ";white-space:nowrap"
-    for r in view.models:
-        kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
-        mark = ""
-        if r.context is not None and view.seq_len > r.context:
-            mark, beyond = " *", True
-        body.append(
-            f'<tr><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
-            f'<td style="{tl}">{r.kind}</td>'
-            f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
-            f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
-            f'<td style="{td}">{"" if r.context is None else fmt_int(r.context)}</td>'
-            f'<td style="{td}{nowrap}">{format_bytes(r.per_token)}</td>'
-            f'<td style="{td}{nowrap}">{format_bytes(r.per_sequence)}{mark}</td>'
-            f'<td style="{td}{nowrap}">{r.compared}</td></tr>'
-        )
+    body = [_your_row_html(view, td, tl)] if view.ok else []
+    model_rows, beyond = _models_rows_html(view, td, tl)
+    body += model_rows
     footnote = (
         " * longer than the model's context: it cannot use that many tokens." if beyond else ""
     )
@@ -481,6 +461,42 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
         f"and V heads; Mistral 7B's rolling buffer caps its cache at 4,096 positions."
         f"{footnote}</div></div>"
     )
+
+
+def _your_row_html(view: KVCacheView, td: str, tl: str) -> str:
+    """The table's first row, in bold: the settings of the sliders."""
+    return (
+        f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
+        f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
+        f'{view.num_heads}</td><td style="{td}">{"latent" if view.latent_dim else view.num_kv_heads}</td><td style="{td}">'
+        f'{view.d_head}</td><td style="{td}"></td>'
+        f'<td style="{td};white-space:nowrap">{view.per_token_text}</td>'
+        f'<td style="{td};white-space:nowrap">{view.per_sequence_text}</td>'
+        f'<td style="{td}"></td></tr>'
+    )
+
+
+def _models_rows_html(view: KVCacheView, td: str, tl: str) -> tuple[list, bool]:
+    """A row per real model, and whether any is marked as used beyond its context."""
+    rows = []
+    beyond = False
+    nowrap = ";white-space:nowrap"
+    for r in view.models:
+        kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
+        mark = ""
+        if r.context is not None and view.seq_len > r.context:
+            mark, beyond = " *", True
+        rows.append(
+            f'<tr><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
+            f'<td style="{tl}">{r.kind}</td>'
+            f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
+            f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
+            f'<td style="{td}">{"" if r.context is None else fmt_int(r.context)}</td>'
+            f'<td style="{td}{nowrap}">{format_bytes(r.per_token)}</td>'
+            f'<td style="{td}{nowrap}">{format_bytes(r.per_sequence)}{mark}</td>'
+            f'<td style="{td}{nowrap}">{r.compared}</td></tr>'
+        )
+    return rows, beyond
 
 
 def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:

@@ -136,6 +136,39 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
     False
     """
     d_model, h, n = int(d_model), int(h), int(n)
+    invalid = _invalid_view(d_model, h, n)
+    if invalid is not None:
+        return invalid
+    d_head = d_model // h
+    steps, weights = _run_example(d_model, h, n)
+    f = attention_flops(n, d_model, h)
+    flops = {
+        "projections": f["projections"] + f["output_projection"],
+        "attention": f["scores"] + f["weighted_sum"],
+        "total": f["total"],
+    }
+    shown = min(h, MAX_HEADS_SHOWN)
+    note = "" if shown == h else f"showing heads 0-{shown - 1} of {h}"
+    return ShapeView(
+        d_model,
+        h,
+        n,
+        True,
+        d_head,
+        f"d_head = {d_head}",
+        "",
+        steps,
+        attention_params(d_model, h),
+        flops,
+        TOKENS[:n],
+        weights[:shown],
+        note,
+    )
+
+
+def _invalid_view(d_model: int, h: int, n: int) -> ShapeView | None:
+    """The view of sliders that give no layer (too many tokens, sizes out of range, d_model
+    not divisible by h): what is wrong and what to change. None when they are valid."""
     if not (1 <= n <= N_MAX):
         return ShapeView(
             d_model,
@@ -168,6 +201,12 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
             _not_divisible_message(d_model, h),
         )
 
+    return None
+
+
+def _run_example(d_model: int, h: int, n: int) -> tuple[tuple, np.ndarray]:
+    """Run the seeded example through the layer: the shape after every step, and each head's
+    attention weights ``(h, n, n)``."""
     d_head = d_model // h
     x_all, *w_all = _example_weights()
     # Views, not copies: the weights are (d_model, d_model) corners of the seeded matrices,
@@ -208,34 +247,7 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
         ShapeStep("concatenate the heads", "merge_heads(out)", "(n, h * d_head)", concat.shape),
         ShapeStep("output projection: concat W_O", "concat @ w_o", "(n, d_model)", y.shape),
     )
-    f = attention_flops(n, d_model, h)
-    flops = {
-        "projections": f["projections"] + f["output_projection"],
-        "attention": f["scores"] + f["weighted_sum"],
-        "total": f["total"],
-    }
-    shown = min(h, MAX_HEADS_SHOWN)
-    note = "" if shown == h else f"showing heads 0-{shown - 1} of {h}"
-    return ShapeView(
-        d_model,
-        h,
-        n,
-        True,
-        d_head,
-        f"d_head = {d_head}",
-        "",
-        steps,
-        attention_params(d_model, h),
-        flops,
-        TOKENS[:n],
-        weights[:shown],
-        note,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# HTML, piece by piece (the live widget places each piece; the picture joins them)
-# ---------------------------------------------------------------------------------------------
+    return steps, weights
 
 
 def render_d_head_html(view: ShapeView) -> str:
