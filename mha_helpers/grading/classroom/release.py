@@ -404,7 +404,7 @@ def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
     for learners. No solutions/, no question banks, no tests. Returns the top-level items.
 
     ``for_grading``: a copy for graded work, whose self-check data holds, for each value
-    question, only the form of the answer (:mod:`.recorded`): the self-check never confirms an
+    question, only the form of the answer (:mod:`..rules.recorded`): the self-check never confirms an
     exact value or multiple-choice answer, which a script could otherwise find by trying every
     candidate. Without it (self-study) the self-check confirms exact answers."""
     course_root = Path(course.root).resolve()

@@ -1,6 +1,6 @@
 """The operating-system sandbox that student code runs in, and the channel back out of it.
 
-Each submission's program runs in :mod:`.runner` inside bubblewrap (``bwrap``, the sandbox
+Each submission's program runs in :mod:`.inside.runner` inside bubblewrap (``bwrap``, the sandbox
 Flatpak uses). What each layer guarantees (the instructor guide's threat model says the same,
 and what each does not):
 
@@ -29,7 +29,7 @@ and what each does not):
   everything in it), besides bubblewrap's own process group.
 
 The report comes back on the sandbox's stdout, read here with a size cap and a deadline; it is
-untrusted data (see :mod:`.verdict`). Where no sandbox can be made (no ``bwrap``, macOS, a
+untrusted data (see :mod:`.report_schema`). Where no sandbox can be made (no ``bwrap``, macOS, a
 container without user namespaces), :func:`probe` says why and grading refuses to run unless
 the instructor passes ``--unsafe-no-sandbox``, which runs the same runner as a plain
 subprocess with the same rlimits (and says so on every row).

@@ -1,17 +1,18 @@
 """The learner's self-check: ``check(grade_id, answer)`` after each exercise.
 
 It works from the self-check data that ``mha-course release`` generates into
-``mha_helpers/grading/data/`` (public cases, the expected outputs on them, each classic
-mistake's outputs, and salted hashes of value answers), never from reference code: a student's
-copy of the course holds no solutions. It prints one short verdict with points:
+``mha_helpers/grading/selfcheck/data/`` (public cases, the expected outputs on them, each
+classic mistake's outputs, and salted hashes of value answers), never from reference code: a
+student's copy of the course holds no solutions. It prints one short verdict with points:
 
 * passed;
 * not attempted yet (the stub still raises ``NotImplementedError``, or the answer is ``None``);
 * the first failing case, what was expected and what came back, and a hint, targeted when the
   answer matches one of the classic mistakes.
 
-The rules are those of :mod:`.judge`, which the instructor's grader uses too, so the self-check
-and the grader agree on every answer they both see. The grader also uses fresh hidden cases.
+The rules are those of :mod:`..rules.judge`, which the instructor's grader uses too, so the
+self-check and the grader agree on every answer they both see. The grader also uses fresh hidden
+cases.
 
 It never raises in JupyterLab, so an exercise notebook runs top to bottom even when nothing is
 answered. (Under nbgrader it raises for an answer that did not pass; see :func:`check`.)

@@ -1,13 +1,13 @@
 """The grading runner: runs ONE learner's program and reports what it did, as plain JSON.
 
 This is the only grading code that runs in the same process as student code, so nothing here
-is trusted by the grader. It is started inside the sandbox (:mod:`.sandbox`) by the grader, or
+is trusted by the grader. It is started inside the sandbox (:mod:`..bubblewrap`) by the grader, or
 directly by ``mha-course validate`` on a learner's own machine. It never sees the submission
 file, the question banks or the self-check data (the sandbox does not mount them): the job on
 stdin holds the program (the course's cells with the learner's in place) and the arguments of
 the cases, and nothing about the expected results.
 
-Protocol. Job: one JSON document on stdin (:mod:`.codec`). Report: lines on the original
+Protocol. Job: one JSON document on stdin (:mod:`...rules.codec`). Report: lines on the original
 stdout, which is saved before any student code runs (fds 1 and 2 then point at /dev/null and
 ``print`` goes to a counting sink): ``step cell 3`` / ``step eval q03_x`` before each step, so the
 grader can tell which step a dead run was in, and a last line ``result {...}``. Student code
