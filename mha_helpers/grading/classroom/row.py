@@ -36,10 +36,8 @@ UNISOLATED_NOTE = (
 )
 
 
-def ungraded_row(sub, status: str, notes: list, assignment="", questions=()) -> dict:
-    """The row of a submission that got no verdicts: every question of its assignment (if it
-    has one) at 0 points, ``status`` saying why."""
-    qs = list(questions)
+def _whose(sub, assignment: str) -> dict:
+    """The fields that say whose row it is and which file it graded (a row starts with them)."""
     return {
         "student_id": sub.student_id,
         "student": sub.student,
@@ -47,6 +45,15 @@ def ungraded_row(sub, status: str, notes: list, assignment="", questions=()) -> 
         "file": sub.display,
         "shown": sub.shown,
         "late": sub.late,
+    }
+
+
+def ungraded_row(sub, status: str, notes: list, assignment="", questions=()) -> dict:
+    """The row of a submission that got no verdicts: every question of its assignment (if it
+    has one) at 0 points, ``status`` saying why."""
+    qs = list(questions)
+    return {
+        **_whose(sub, assignment),
         "status": status,
         "points": {q.grade_id: 0.0 for q in qs},
         "questions": {},
@@ -87,12 +94,7 @@ def graded_row(
     points, total, maximum, pending = points_of(questions, details)
     status = next(s for s in RUN_STATUS_ORDER if s in flags or s == "ok")
     return {
-        "student_id": sub.student_id,
-        "student": sub.student,
-        "assignment": assignment,
-        "file": sub.display,
-        "shown": sub.shown,
-        "late": sub.late,
+        **_whose(sub, assignment),
         "status": status,
         "points": points,
         "questions": details,
