@@ -17,7 +17,7 @@ submissions:
   reads the course's solutions folder; the rest are wrong.
 
 Submissions that loop forever are left out on purpose: each one costs the cell time limit by
-design, so they measure the limit, not the grader. ``mha_helpers.grading.grader.grade_paths``
+design, so they measure the limit, not the grader. ``mha_helpers.grading.classroom.grade.grade_paths``
 grades the folder as ``mha-course grade`` does, once unmeasured (to warm the file cache), then
 with 1 and with 2 workers. Every row's ``timing`` splits a submission's time into the worker's
 start-up (process start, imports, IPython shell), execution (cells and checks) and, the rest of
@@ -130,7 +130,7 @@ def build_class(folder: Path, assignments: list[str], students=KINDS) -> int:
 def _sanity(rows) -> tuple[bool, str]:
     """The fast grader must also be right: correct = every automatic point, everyone else less.
     (The generated class leaves written answers empty: they are graded by hand.)"""
-    from mha_helpers.grading.questions import questions_for
+    from mha_helpers.grading import questions_for
 
     bad = []
     for r in rows:
@@ -267,7 +267,7 @@ def _compare_scores(ours: list[dict], theirs: list[dict], assignments: list[str]
 
 def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
     """The same honest submissions graded by ``grade_paths`` and by ``nbgrader autograde``."""
-    from mha_helpers.grading.grader import grade_paths
+    from mha_helpers.grading.classroom.grade import grade_paths
 
     target = f"ours >= {NBGRADER_TARGET:g}x its throughput"
     nbgrader = _nbgrader_bin()
@@ -483,7 +483,7 @@ def nbgrader_rows(args, assignments: list[str]) -> list[Row]:
 
 
 def run(args, blas) -> list[Row]:
-    from mha_helpers.grading.grader import grade_paths
+    from mha_helpers.grading.classroom.grade import grade_paths
 
     assignments = sorted(
         p.stem

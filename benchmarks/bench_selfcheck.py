@@ -35,9 +35,10 @@ TARGET_S = 0.050
 def run(args, blas) -> list[Row]:
     from wrong_answers import BATTERY, measure, summary
 
-    from mha_helpers.grading.check import _load_data, self_check
-    from mha_helpers.grading.course import find_course, load_banks
-    from mha_helpers.grading.questions import REGISTRY
+    from mha_helpers.grading.classroom.banks import load_banks
+    from mha_helpers.grading.course import find_course
+    from mha_helpers.grading.rules.registry import REGISTRY
+    from mha_helpers.grading.selfcheck.check import _load_data, self_check
 
     load_banks(find_course(HERE.parent))
     _load_data()

@@ -166,8 +166,8 @@ run(
     show="mha-course release --student-copy ~/class/student-copy",
 )
 run(
-    f"ls {DEMO}/student-copy {DEMO}/student-copy/mha_helpers/grading/data",
-    show="ls ~/class/student-copy ~/class/student-copy/mha_helpers/grading/data",
+    f"ls {DEMO}/student-copy {DEMO}/student-copy/mha_helpers/grading/selfcheck/data",
+    show="ls ~/class/student-copy ~/class/student-copy/mha_helpers/grading/selfcheck/data",
 )
 run(f"ls {dl}", show="ls ~/class/canvas_download")
 run(

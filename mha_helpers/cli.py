@@ -64,8 +64,8 @@ def _cmd_execute(args) -> int:
 
 
 def _cmd_release(args) -> int:
+    from .grading.classroom.release import ReleaseError, release, student_copy
     from .grading.course import CourseNotFound, find_course
-    from .grading.release import ReleaseError, release, student_copy
 
     try:
         course = find_course(args.course)
@@ -114,25 +114,25 @@ def _cmd_release(args) -> int:
 
 
 def _cmd_check_solutions(args) -> int:
-    from .grading.commands import check_solutions
+    from .grading.classroom.commands import check_solutions
 
     return check_solutions(_course_or_exit("check-solutions", args.course), timeout=args.timeout)
 
 
 def _cmd_grade(args) -> int:
-    from .grading.commands import grade_command
+    from .grading.classroom.commands import grade_command
 
     return grade_command(args)
 
 
 def _cmd_export(args) -> int:
-    from .grading.commands import export_command
+    from .grading.classroom.commands import export_command
 
     return export_command(args)
 
 
 def _cmd_validate(args) -> int:
-    from .grading.validate import validate_command
+    from .grading.classroom.validate import validate_command
 
     return validate_command(args.notebooks, timeout=args.timeout)
 
@@ -142,19 +142,34 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mha-course", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_execute(sub)
+    _add_release(sub)
+    _add_check_solutions(sub)
+    _add_grade(sub)
+    _add_export(sub)
+    _add_validate(sub)
+    return parser
 
-    p = sub.add_parser("execute", help="re-execute notebooks in fresh kernels and store them")
-    p.add_argument(
-        "paths", nargs="*", type=Path, help="notebooks or folders (default: notebooks/ solutions/)"
-    )
-    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+
+def _add_course_option(p) -> None:
     p.add_argument(
         "--course",
         type=Path,
         help="the course folder (default: the one around the current directory)",
     )
+
+
+def _add_execute(sub) -> None:
+    p = sub.add_parser("execute", help="re-execute notebooks in fresh kernels and store them")
+    p.add_argument(
+        "paths", nargs="*", type=Path, help="notebooks or folders (default: notebooks/ solutions/)"
+    )
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    _add_course_option(p)
     p.set_defaults(func=_cmd_execute)
 
+
+def _add_release(sub) -> None:
     p = sub.add_parser("release", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only check that exercises/ is current")
     p.add_argument(
@@ -169,22 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --student-copy: a copy for graded work, whose self-check never confirms an "
         "exact value or multiple-choice answer (it checks the form and records it)",
     )
-    p.add_argument(
-        "--course",
-        type=Path,
-        help="the course folder (default: the one around the current directory)",
-    )
+    _add_course_option(p)
     p.set_defaults(func=_cmd_release)
 
+
+def _add_check_solutions(sub) -> None:
     p = sub.add_parser("check-solutions", help="grade the solutions; all must score full marks")
-    p.add_argument(
-        "--course",
-        type=Path,
-        help="the course folder (default: the one around the current directory)",
-    )
+    _add_course_option(p)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook")
     p.set_defaults(func=_cmd_check_solutions)
 
+
+def _add_grade(sub) -> None:
     p = sub.add_parser(
         "grade",
         help="grade submissions into a gradebook",
@@ -209,11 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per notebook")
-    p.add_argument(
-        "--course",
-        type=Path,
-        help="the course folder (default: the one around the current directory)",
-    )
+    _add_course_option(p)
     p.add_argument("--seed", type=int, help="seed of the hidden cases (default: a new one)")
     p.add_argument(
         "--manual",
@@ -243,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_grade)
 
+
+def _add_export(sub) -> None:
     p = sub.add_parser(
         "export",
         help="write the gradebook as the LMS imports it (Canvas or Moodle)",
@@ -274,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_export)
 
+
+def _add_validate(sub) -> None:
     p = sub.add_parser(
         "validate",
         help="run an exercise as the grader will (for learners)",
@@ -285,7 +296,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("notebooks", nargs="+", type=Path)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook")
     p.set_defaults(func=_cmd_validate)
-    return parser
 
 
 def main(argv=None) -> int:

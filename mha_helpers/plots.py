@@ -268,47 +268,95 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
     d_model = int(d_model)
     h = int(num_heads)
     d_head = head_width(d_model, h)
-    nn = "n" if n is None else str(int(n))
-    items: list = []
-    blocks = _blocks(d_model, h)
-    shown = min(h, MAX_HEADS_DRAWN)
-    fs = 9.0  # every label is at least 9 pt at the layout's own size
-
+    g = _Frame(
+        d_model=d_model,
+        h=h,
+        d_head=d_head,
+        nn="n" if n is None else str(int(n)),
+        blocks=_blocks(d_model, h),
+        shown=min(h, MAX_HEADS_DRAWN),
+    )
     title = f"One multi-head attention layer: d_model = {d_model}, h = {h}, d_head = {d_head}"
-    items.append(Label(2.0, 3.6, title, size=10.5, bold=True, anchor="start"))
+    items: list = [Label(2.0, 3.6, title, size=10.5, bold=True, anchor="start")]
+    items += _step_headings(g)
+    items += _projection_matrices(g)
+    lane_items, lanes = _input_and_lanes(g)
+    items += lane_items
+    concat_items, cy = _concatenation(g, lanes)
+    items += concat_items
+    w_o_items, wy = _w_o(g, cy)
+    items += w_o_items
+    write_items, oy = _writes_and_output(g, lanes, wy)
+    items += write_items
+    legend_items, bottom = _legend(g, max(oy + _WH + 7.0, g.top + g.band + 7.5))
+    items += legend_items
+    return DiagramLayout(d_model, h, d_head, _WIDTH, bottom, tuple(items), title)
 
-    # Column positions (layout units; 1 unit = 0.08 inch)
-    xx, xw = 2.0, 6.0  # the input x
-    bus = 11.5  # where x's arrow splits into Q, K and V
-    qx, qw, qh = 14.0, 8.0, 3.2  # Q_i, K_i, V_i, stacked in each lane
-    px, ps = 27.0, 7.2  # the pattern, a square
-    ox, ow = 39.5, 7.0  # the head's output o_i
-    cx, cw, ch = 53.0, 16.0, 4.0  # the concatenation
-    wx, ws = 75.0, 12.0  # W_O
-    rx, rw = 96.0, 14.0  # the writes, and the output under them
-    width = rx + rw + 3.0
 
-    for x, text in (
-        (qx + qw / 2, "project"),
-        (px + ps / 2, "attend"),
-        (ox + ow / 2, "weigh V"),
-        (cx + cw / 2, "concatenate"),
-        (wx + ws / 2, "W_O"),
-        (rx + rw / 2, "writes add up"),
-    ):
-        items.append(Label(x, 9.0, text, size=fs, bold=True))
+# Column positions of the diagram (layout units; 1 unit = 0.08 inch)
+_XX, _XW = 2.0, 6.0  # the input x
+_BUS = 11.5  # where x's arrow splits into Q, K and V
+_QX, _QW, _QH = 14.0, 8.0, 3.2  # Q_i, K_i, V_i, stacked in each lane
+_PX, _PS = 27.0, 7.2  # the pattern, a square
+_OX, _OW = 39.5, 7.0  # the head's output o_i
+_CX, _CW, _CH = 53.0, 16.0, 4.0  # the concatenation
+_WX, _WS = 75.0, 12.0  # W_O
+_RX, _RW = 96.0, 14.0  # the writes, and the output under them
+_WH = _QH  # a write's height
+_WIDTH = _RX + _RW + 3.0
+_MTOP, _MSZ = 12.0, 7.0  # the three projection matrices, above the lanes
+_FS = 9.0  # every label is at least 9 pt at the layout's own size
+_LANE = 3 * _QH + 2 * 1.0 + 3.2  # three stacked boxes, two gaps, room for the shapes
 
-    # The three projection matrices: head i owns a block of columns of each
-    mtop, msz = 12.0, 7.0
+
+@dataclass(frozen=True)
+class _Frame:
+    """What every part of the diagram is placed by: the sizes and the lanes drawn."""
+
+    d_model: int
+    h: int
+    d_head: int
+    nn: str  # the number of tokens as written in the shapes ("n" when not given)
+    blocks: list  # head i's columns (first, last) of d_model
+    shown: int  # lanes drawn
+
+    @property
+    def top(self) -> float:  # the first lane's top
+        return _MTOP + _MSZ + 6.5
+
+    @property
+    def band(self) -> float:  # the lanes' height together
+        return self.shown * _LANE
+
+
+def _step_headings(g: _Frame) -> list:
+    """The name of each step above its column."""
+    return [
+        Label(x, 9.0, text, size=_FS, bold=True)
+        for x, text in (
+            (_QX + _QW / 2, "project"),
+            (_PX + _PS / 2, "attend"),
+            (_OX + _OW / 2, "weigh V"),
+            (_CX + _CW / 2, "concatenate"),
+            (_WX + _WS / 2, "W_O"),
+            (_RX + _RW / 2, "writes add up"),
+        )
+    ]
+
+
+def _projection_matrices(g: _Frame) -> list:
+    """W_Q, W_K and W_V, head i owning a block of columns of each, and the formulas beside."""
+    items = []
     for k, (name, role) in enumerate((("W_Q", "w_q"), ("W_K", "w_k"), ("W_V", "w_v"))):
         mx = 12.0 + k * 11.0
-        for i, (a, b) in enumerate(blocks):
+        for i, (a, b) in enumerate(g.blocks):
             items.append(
-                Box(mx + msz * a / d_model, mtop, msz * (b - a + 1) / d_model, msz,
+                Box(mx + _MSZ * a / g.d_model, _MTOP, _MSZ * (b - a + 1) / g.d_model, _MSZ,
                     head_colour(i), role, i)
             )  # fmt: skip
-        items.append(Box(mx, mtop, msz, msz, "none", role, None, outline=True))
-        items.append(Label(mx + msz / 2, mtop + msz + 2.2, name, size=fs, bold=True))
+        items.append(Box(mx, _MTOP, _MSZ, _MSZ, "none", role, None, outline=True))
+        items.append(Label(mx + _MSZ / 2, _MTOP + _MSZ + 2.2, name, size=_FS, bold=True))
+    d_model, d_head = g.d_model, g.d_head
     for k, text in enumerate(
         (
             f"W_Q, W_K, W_V: each ({d_model}, {d_model}); head i owns columns "
@@ -318,113 +366,148 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
             "o_i = A_i V_i, head i's output",
         )
     ):
-        items.append(Label(46.0, mtop + 0.9 + 2.45 * k, text, size=fs, anchor="start"))
+        items.append(Label(46.0, _MTOP + 0.9 + 2.45 * k, text, size=_FS, anchor="start"))
+    return items
 
-    # One lane per drawn head
-    top = mtop + msz + 6.5
-    lane = 3 * qh + 2 * 1.0 + 3.2  # three stacked boxes, two gaps, room for the shapes
-    band = shown * lane
+
+def _input_and_lanes(g: _Frame) -> tuple[list, list]:
+    """The input x, then one lane per drawn head: Q_i, K_i, V_i, the pattern A_i, the output
+    o_i (the shapes under the first lane). Returns the items and each lane's ``(o_i's middle,
+    lane top)``."""
+    top, band, nn = g.top, g.band, g.nn
     xy0 = top
-    items.append(Box(xx, xy0, xw, band - 3.2, _GREY, "x", None))
-    items.append(Box(xx, xy0, xw, band - 3.2, "none", "x", None, outline=True))
-    items.append(Label(xx + xw / 2, xy0 + (band - 3.2) / 2 + 0.5, "x", size=11, bold=True))
-    items.append(Label(xx - 1.0, xy0 + band - 1.2, f"({nn}, {d_model})", size=fs, anchor="start"))
+    items = [
+        Box(_XX, xy0, _XW, band - 3.2, _GREY, "x", None),
+        Box(_XX, xy0, _XW, band - 3.2, "none", "x", None, outline=True),
+        Label(_XX + _XW / 2, xy0 + (band - 3.2) / 2 + 0.5, "x", size=11, bold=True),
+        Label(_XX - 1.0, xy0 + band - 1.2, f"({nn}, {g.d_model})", size=_FS, anchor="start"),
+    ]
     lanes = []
-    for i in range(shown):
-        y = top + i * lane
-        col, ink = head_colour(i), _text_colour(head_colour(i))
-        ys = [y + j * (qh + 1.0) for j in range(3)]  # tops of Q_i, K_i, V_i
-        mid = (ys[0] + ys[2] + qh) / 2
-        items.append(Arrow(xx + xw + 0.3, mid, bus, mid))
-        for j, name in enumerate(("Q", "K", "V")):
-            items.append(Arrow(bus, mid, qx - 0.3, ys[j] + qh / 2, width=0.6))
-            items.append(Box(qx, ys[j], qw, qh, col, name.lower(), i))
-            items.append(Label(qx + qw / 2, ys[j] + qh / 2 + 0.55, f"{name}{i}", size=fs,
-                               colour=ink))  # fmt: skip
-        # the pattern, from Q_i and K_i
-        pys = (ys[0] + ys[1] + qh) / 2 - ps / 2
-        items.append(Arrow(qx + qw + 0.3, ys[0] + qh / 2, px - 0.3, pys + ps * 0.3, colour=col))
-        items.append(Arrow(qx + qw + 0.3, ys[1] + qh / 2, px - 0.3, pys + ps * 0.7, colour=col))
-        items.append(Box(px, pys, ps, ps, col, "pattern", i))
-        items.append(Label(px + ps / 2, pys + ps / 2 + 0.55, f"A{i}", size=fs, colour=ink))
-        # the output o_i = pattern_i V_i: the values go round the pattern
-        oy = ys[2]
-        vy = ys[2] + qh / 2
-        items.append(Arrow(qx + qw + 0.3, vy, ox - 0.3, vy, colour=col))
-        items.append(Arrow(px + ps / 2, pys + ps + 0.2, ox - 0.3, oy + 0.4, colour=col))
-        items.append(Box(ox, oy, ow, qh, col, "head_out", i))
-        items.append(Label(ox + ow / 2, oy + qh / 2 + 0.55, f"o{i}", size=fs, colour=ink))
-        lanes.append((oy + qh / 2, y))
-        if i == 0:  # the shapes, once
-            sy = ys[2] + qh + 2.0
-            items.append(Label(qx + qw / 2, sy, f"({nn}, {d_head}) each", size=fs))
-            items.append(Label(px + ps / 2, sy + 0.0, f"({nn}, {nn})", size=fs))
-            items.append(Label(ox + ow / 2, sy, f"({nn}, {d_head})", size=fs))
-    if shown < h:
+    for i in range(g.shown):
+        y = top + i * _LANE
+        items += _lane(g, i, y)
+        lanes.append((y + 2 * (_QH + 1.0) + _QH / 2, y))  # o_i sits level with V_i
+    if g.shown < g.h:
         items.append(
-            Label(qx, top + band + 3.4, f"(heads 0\u2013{shown - 1} of {h} drawn; the others "
-                  "work the same way)", size=fs, anchor="start")
+            Label(_QX, top + band + 3.4, f"(heads 0\u2013{g.shown - 1} of {g.h} drawn; the others "
+                  "work the same way)", size=_FS, anchor="start")
         )  # fmt: skip
+    return items, lanes
 
-    # The concatenation: o_i fills block i
-    cy = top + band / 2 - ch / 2 - 2.3
-    for i, (a, b) in enumerate(blocks):
+
+def _lane(g: _Frame, i: int, y: float) -> list:
+    """Head i's lane, from ``y`` down: Q_i, K_i and V_i from x, the pattern from Q_i and K_i,
+    the output from the pattern and V_i."""
+    items = []
+    col, ink = head_colour(i), _text_colour(head_colour(i))
+    ys = [y + j * (_QH + 1.0) for j in range(3)]  # tops of Q_i, K_i, V_i
+    mid = (ys[0] + ys[2] + _QH) / 2
+    items.append(Arrow(_XX + _XW + 0.3, mid, _BUS, mid))
+    for j, name in enumerate(("Q", "K", "V")):
+        items.append(Arrow(_BUS, mid, _QX - 0.3, ys[j] + _QH / 2, width=0.6))
+        items.append(Box(_QX, ys[j], _QW, _QH, col, name.lower(), i))
+        items.append(Label(_QX + _QW / 2, ys[j] + _QH / 2 + 0.55, f"{name}{i}", size=_FS,
+                           colour=ink))  # fmt: skip
+    # the pattern, from Q_i and K_i
+    pys = (ys[0] + ys[1] + _QH) / 2 - _PS / 2
+    items.append(Arrow(_QX + _QW + 0.3, ys[0] + _QH / 2, _PX - 0.3, pys + _PS * 0.3, colour=col))
+    items.append(Arrow(_QX + _QW + 0.3, ys[1] + _QH / 2, _PX - 0.3, pys + _PS * 0.7, colour=col))
+    items.append(Box(_PX, pys, _PS, _PS, col, "pattern", i))
+    items.append(Label(_PX + _PS / 2, pys + _PS / 2 + 0.55, f"A{i}", size=_FS, colour=ink))
+    # the output o_i = pattern_i V_i: the values go round the pattern
+    oy = ys[2]
+    vy = ys[2] + _QH / 2
+    items.append(Arrow(_QX + _QW + 0.3, vy, _OX - 0.3, vy, colour=col))
+    items.append(Arrow(_PX + _PS / 2, pys + _PS + 0.2, _OX - 0.3, oy + 0.4, colour=col))
+    items.append(Box(_OX, oy, _OW, _QH, col, "head_out", i))
+    items.append(Label(_OX + _OW / 2, oy + _QH / 2 + 0.55, f"o{i}", size=_FS, colour=ink))
+    if i == 0:  # the shapes, once
+        sy = ys[2] + _QH + 2.0
+        items.append(Label(_QX + _QW / 2, sy, f"({g.nn}, {g.d_head}) each", size=_FS))
+        items.append(Label(_PX + _PS / 2, sy + 0.0, f"({g.nn}, {g.nn})", size=_FS))
+        items.append(Label(_OX + _OW / 2, sy, f"({g.nn}, {g.d_head})", size=_FS))
+    return items
+
+
+def _concatenation(g: _Frame, lanes: list) -> tuple[list, float]:
+    """The concatenation, o_i filling block i, with an arrow from each drawn o_i. Returns the
+    items and its top."""
+    items = []
+    cy = g.top + g.band / 2 - _CH / 2 - 2.3
+    for i, (a, b) in enumerate(g.blocks):
         items.append(
-            Box(cx + cw * a / d_model, cy, cw * (b - a + 1) / d_model, ch, head_colour(i),
+            Box(_CX + _CW * a / g.d_model, cy, _CW * (b - a + 1) / g.d_model, _CH, head_colour(i),
                 "concat", i)
         )  # fmt: skip
-    items.append(Box(cx, cy, cw, ch, "none", "concat", None, outline=True))
+    items.append(Box(_CX, cy, _CW, _CH, "none", "concat", None, outline=True))
     for i, (ly, _) in enumerate(lanes):
-        a, b = blocks[i]
-        xe = cx + cw * (a + b + 1) / 2 / d_model
-        ye = cy - 0.3 if ly < cy else cy + ch + 0.3
-        items.append(Arrow(ox + ow + 0.3, ly, xe, ye, colour=head_colour(i), width=1.0))
+        a, b = g.blocks[i]
+        xe = _CX + _CW * (a + b + 1) / 2 / g.d_model
+        ye = cy - 0.3 if ly < cy else cy + _CH + 0.3
+        items.append(Arrow(_OX + _OW + 0.3, ly, xe, ye, colour=head_colour(i), width=1.0))
     # (its labels go under the lanes, where no arrow from an o_i crosses them)
     items.append(
-        Label(cx + cw / 2, top + band + 0.4, f"({nn}, {d_model}): o_i fills block i", size=fs)
-    )
+        Label(_CX + _CW / 2, g.top + g.band + 0.4, f"({g.nn}, {g.d_model}): o_i fills block i",
+              size=_FS)
+    )  # fmt: skip
+    return items, cy
 
-    # W_O: block i of the concatenation meets only row block i
-    wy = cy + ch / 2 - ws / 2
-    items.append(Label(cx + cw + 3.0, cy + ch / 2 + 1.0, "@", size=11, bold=True))
-    for i, (a, b) in enumerate(blocks):
+
+def _w_o(g: _Frame, cy: float) -> tuple[list, float]:
+    """W_O, block i of the concatenation meeting only row block i. Returns the items and its
+    top."""
+    d_model = g.d_model
+    wy = cy + _CH / 2 - _WS / 2
+    items = [Label(_CX + _CW + 3.0, cy + _CH / 2 + 1.0, "@", size=11, bold=True)]
+    for i, (a, b) in enumerate(g.blocks):
         items.append(
-            Box(wx, wy + ws * a / d_model, ws, ws * (b - a + 1) / d_model, head_colour(i), "w_o", i)
-        )
-    items.append(Box(wx, wy, ws, ws, "none", "w_o", None, outline=True))
-    items.append(Label(wx + ws / 2, wy + ws + 2.4, f"({d_model}, {d_model})", size=fs))
-    items.append(Label(wx + ws / 2, wy + ws + 4.7, "row block i", size=fs))
-    items.append(Label(wx + ws / 2, wy + ws + 7.0, "for head i", size=fs))
+            Box(_WX, wy + _WS * a / d_model, _WS, _WS * (b - a + 1) / d_model, head_colour(i),
+                "w_o", i)
+        )  # fmt: skip
+    items.append(Box(_WX, wy, _WS, _WS, "none", "w_o", None, outline=True))
+    items.append(Label(_WX + _WS / 2, wy + _WS + 2.4, f"({d_model}, {d_model})", size=_FS))
+    items.append(Label(_WX + _WS / 2, wy + _WS + 4.7, "row block i", size=_FS))
+    items.append(Label(_WX + _WS / 2, wy + _WS + 7.0, "for head i", size=_FS))
+    return items, wy
 
-    # The writes: o_i W_O^(i), one (n, d_model) term per head, added up
-    wh = qh
+
+def _writes_and_output(g: _Frame, lanes: list, wy: float) -> tuple[list, float]:
+    """Each drawn head's write o_i W_O^(i), one (n, d_model) term, added up into the output.
+    Returns the items and the output's top."""
+    items = []
+    h = g.h
     for i, (ly, _) in enumerate(lanes):
-        a, b = blocks[i]
-        ry = ly - wh / 2
+        a, b = g.blocks[i]
+        ry = ly - _WH / 2
         col = head_colour(i)
         items.append(
-            Arrow(wx + ws + 0.3, wy + ws * (a + b + 1) / 2 / d_model, rx - 0.3, ly, colour=col,
-                  width=1.0)
+            Arrow(_WX + _WS + 0.3, wy + _WS * (a + b + 1) / 2 / g.d_model, _RX - 0.3, ly,
+                  colour=col, width=1.0)
         )  # fmt: skip
-        items.append(Box(rx, ry, rw, wh, col, "write", i))
-        items.append(Label(rx + rw / 2, ry + wh / 2 + 0.55, f"o{i} W_O\u207d{_sup(i)}\u207e",
-                           size=fs, colour=_text_colour(col)))  # fmt: skip
-        if i < shown - 1:
-            items.append(Label(rx + rw / 2, ly + lane / 2 + 1.0, "+", size=11, bold=True))
-    out_y = top + band + 0.6
-    if shown < h:
-        items.append(Label(rx + rw / 2, out_y - 0.6, f"+ \u2026 + o{h - 1} W_O\u207d{_sup(h - 1)}\u207e",
-                           size=fs))  # fmt: skip
+        items.append(Box(_RX, ry, _RW, _WH, col, "write", i))
+        items.append(Label(_RX + _RW / 2, ry + _WH / 2 + 0.55, f"o{i} W_O\u207d{_sup(i)}\u207e",
+                           size=_FS, colour=_text_colour(col)))  # fmt: skip
+        if i < g.shown - 1:
+            items.append(Label(_RX + _RW / 2, ly + _LANE / 2 + 1.0, "+", size=11, bold=True))
+    out_y = g.top + g.band + 0.6
+    if g.shown < h:
+        items.append(Label(_RX + _RW / 2, out_y - 0.6, f"+ \u2026 + o{h - 1} W_O\u207d{_sup(h - 1)}\u207e",
+                           size=_FS))  # fmt: skip
         out_y += 2.6
-    items.append(Label(rx + rw / 2, out_y, "= the sum of the writes", size=fs))
+    items.append(Label(_RX + _RW / 2, out_y, "= the sum of the writes", size=_FS))
     oy = out_y + 1.6
-    items.append(Box(rx, oy, rw, wh, _GREY, "output", None))
-    items.append(Box(rx, oy, rw, wh, "none", "output", None, outline=True))
-    items.append(Label(rx + rw / 2, oy + wh / 2 + 0.55, "output", size=fs, bold=True))
-    items.append(Label(rx + rw / 2, oy + wh + 2.4, f"({nn}, {d_model})", size=fs))
+    items.append(Box(_RX, oy, _RW, _WH, _GREY, "output", None))
+    items.append(Box(_RX, oy, _RW, _WH, "none", "output", None, outline=True))
+    items.append(Label(_RX + _RW / 2, oy + _WH / 2 + 0.55, "output", size=_FS, bold=True))
+    items.append(Label(_RX + _RW / 2, oy + _WH + 2.4, f"({g.nn}, {g.d_model})", size=_FS))
+    return items, oy
 
-    # Legend: what each colour means, in numbers
-    y = max(oy + wh + 7.0, top + band + 7.5)
+
+def _legend(g: _Frame, y: float) -> tuple[list, float]:
+    """What each colour means, in numbers (four heads at most, with an ellipsis), from ``y``
+    down. Returns the items and the diagram's height."""
+    items = []
+    h = g.h
     rows = list(range(h)) if h <= 4 else [0, 1, None, h - 1]
     for i in rows:
         if i is None:
@@ -435,12 +518,12 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
                     "\u2026 (one colour per head; the nine colours repeat from head 9 on)"
                     if h > 9
                     else "\u2026",
-                    size=fs,
+                    size=_FS,
                     anchor="start",
                 )
             )
         else:
-            a, b = blocks[i]
+            a, b = g.blocks[i]
             items.append(Box(2.0, y - 1.3, 2.6, 2.6, head_colour(i), "legend", i))
             sp, pl = _span(a, b), "" if a == b else "s"
             items.append(
@@ -450,12 +533,12 @@ def layer_diagram_layout(d_model: int, num_heads: int, n: int | None = None) -> 
                     f"head {i}: column{pl} {sp} of W_Q, W_K and W_V "
                     f"\u2192 feature{pl} {sp} of the concatenation "
                     f"\u2192 row{pl} {sp} of W_O",
-                    size=fs,
+                    size=_FS,
                     anchor="start",
                 )
             )
         y += 3.4
-    return DiagramLayout(d_model, h, d_head, width, y + 0.6, tuple(items), title)
+    return items, y + 0.6
 
 
 def plot_layer_diagram(d_model: int, num_heads: int, n: int | None = None, ax=None):

@@ -152,6 +152,23 @@ def from_pytorch_state_dict(state, *, biases: bool = False, prefix: str = ""):
            [12., 13.]])
     """
     keys = [k[len(prefix) :] for k in state if k.startswith(prefix)]
+    _check_keys(state, keys, prefix)
+    weights, d_model = _weights_from_state(state, prefix)
+    bias_arrays = _biases_from_state(state, keys, prefix, d_model)
+    if biases:
+        return weights, bias_arrays
+    if bias_arrays is not None and any(np.any(b != 0) for b in bias_arrays):
+        raise ValueError(
+            "the state has nonzero biases (in_proj_bias, out_proj.bias) and the course's "
+            "multi_head_attention has none: pass biases=True to get them as well, or build the "
+            "PyTorch layer with bias=False"
+        )
+    return weights
+
+
+def _check_keys(state, keys: list, prefix: str) -> None:
+    """Refuse a state of a layer the course's does not match (kdim/vdim, add_bias_kv), or
+    without the weights; the message lists the keys expected."""
     unsupported = sorted(
         {"q_proj_weight", "k_proj_weight", "v_proj_weight", "bias_k", "bias_v"} & set(keys)
     )
@@ -168,6 +185,11 @@ def from_pytorch_state_dict(state, *, biases: bool = False, prefix: str = ""):
             f"{', '.join(prefix + k for k in _WEIGHT_KEYS + _BIAS_KEYS)} (biases optional)"
             + (f". Keys found: {', '.join(list(state)[:6])}" if len(state) else "")
         )
+
+
+def _weights_from_state(state, prefix: str) -> tuple[tuple, int]:
+    """``((w_q, w_k, w_v, w_o), d_model)`` from ``in_proj_weight`` (W_Q.T, W_K.T, W_V.T stacked
+    as rows) and ``out_proj.weight`` (W_O.T), each ``(d_model, d_model)`` for ``x @ w``."""
     w_in = as_float_array(state[prefix + "in_proj_weight"], prefix + "in_proj_weight")
     if w_in.ndim != 2 or w_in.shape[0] != 3 * w_in.shape[1]:
         d = w_in.shape[-1] if w_in.ndim else 0
@@ -193,8 +215,12 @@ def from_pytorch_state_dict(state, *, biases: bool = False, prefix: str = ""):
     w_q, w_k, w_v = (
         np.array(block.T) for block in np.split(w_in, 3, axis=0)
     )  # 3 x (d_model, d_model)
-    weights = (w_q, w_k, w_v, np.array(w_out.T))
+    return (w_q, w_k, w_v, np.array(w_out.T)), d_model
 
+
+def _biases_from_state(state, keys: list, prefix: str, d_model: int):
+    """``(b_q, b_k, b_v, b_o)``, each ``(d_model,)``, or None when the state has no biases
+    (PyTorch's layer has both bias tensors or neither)."""
     has_bias = [k in keys for k in _BIAS_KEYS]
     if any(has_bias) and not all(has_bias):
         raise ValueError(
@@ -202,27 +228,18 @@ def from_pytorch_state_dict(state, *, biases: bool = False, prefix: str = ""):
             f"{prefix + _BIAS_KEYS[has_bias.index(False)]}: PyTorch's layer has both "
             f"biases or neither"
         )
-    bias_arrays = None
-    if all(has_bias):
-        b_in = as_float_array(state[prefix + "in_proj_bias"], prefix + "in_proj_bias")
-        check_shape(
-            b_in,
-            (3 * d_model,),
-            prefix + "in_proj_bias",
-            "(3 * d_model,): b_q, b_k, b_v end to end",
-        )
-        b_out = as_float_array(state[prefix + "out_proj.bias"], prefix + "out_proj.bias")
-        check_shape(b_out, (d_model,), prefix + "out_proj.bias", "(d_model,)")
-        bias_arrays = (*(np.array(b) for b in np.split(b_in, 3)), np.array(b_out))
-    if biases:
-        return weights, bias_arrays
-    if bias_arrays is not None and any(np.any(b != 0) for b in bias_arrays):
-        raise ValueError(
-            "the state has nonzero biases (in_proj_bias, out_proj.bias) and the course's "
-            "multi_head_attention has none: pass biases=True to get them as well, or build the "
-            "PyTorch layer with bias=False"
-        )
-    return weights
+    if not all(has_bias):
+        return None
+    b_in = as_float_array(state[prefix + "in_proj_bias"], prefix + "in_proj_bias")
+    check_shape(
+        b_in,
+        (3 * d_model,),
+        prefix + "in_proj_bias",
+        "(3 * d_model,): b_q, b_k, b_v end to end",
+    )
+    b_out = as_float_array(state[prefix + "out_proj.bias"], prefix + "out_proj.bias")
+    check_shape(b_out, (d_model,), prefix + "out_proj.bias", "(d_model,)")
+    return (*(np.array(b) for b in np.split(b_in, 3)), np.array(b_out))
 
 
 def _bool_mask(mask, name: str) -> np.ndarray:

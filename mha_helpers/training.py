@@ -139,23 +139,7 @@ def forward(
     tokens = _check_tokens(params, tokens)
     n = tokens.shape[1]
     layers = num_layers(params)
-    if output_masks is not None:
-        if return_cache:
-            raise ValueError(
-                "output_masks is for measuring a trained model; it cannot be "
-                "combined with return_cache (the backward pass does not use it)"
-            )
-        if len(output_masks) != layers:
-            raise ValueError(
-                f"output_masks has {len(output_masks)} entries, expected one per "
-                f"layer ({layers}), each None or a (batch, n) array"
-            )
-        for layer, m in enumerate(output_masks):
-            if m is not None and np.shape(m) != tokens.shape:
-                raise ValueError(
-                    f"output_masks[{layer}] has shape {_fmt(np.shape(m))}, expected "
-                    f"(batch, n) = {_fmt(tokens.shape)}: one 0/1 per position"
-                )
+    _check_output_masks(output_masks, layers, tokens.shape, return_cache)
     removed = _check_paths(remove_paths, layers, return_cache)  # reader -> source layers
     mask = causal_mask(n)  # (n, n)
     x = params["embed"][tokens] + params["pos"][:n]  # (batch, n, d_model)
@@ -182,6 +166,29 @@ def forward(
     if return_cache:
         return logits, weights, {"tokens": tokens, "x_final": x, "layers": caches}
     return logits, weights
+
+
+def _check_output_masks(output_masks, layers, shape, return_cache) -> None:
+    """Validate ``output_masks`` of :func:`forward`: one entry per layer, each None or one 0/1
+    per position (``shape`` is the tokens' ``(batch, n)``)."""
+    if output_masks is None:
+        return
+    if return_cache:
+        raise ValueError(
+            "output_masks is for measuring a trained model; it cannot be "
+            "combined with return_cache (the backward pass does not use it)"
+        )
+    if len(output_masks) != layers:
+        raise ValueError(
+            f"output_masks has {len(output_masks)} entries, expected one per "
+            f"layer ({layers}), each None or a (batch, n) array"
+        )
+    for layer, m in enumerate(output_masks):
+        if m is not None and np.shape(m) != shape:
+            raise ValueError(
+                f"output_masks[{layer}] has shape {_fmt(np.shape(m))}, expected "
+                f"(batch, n) = {_fmt(shape)}: one 0/1 per position"
+            )
 
 
 def _check_paths(remove_paths, layers, return_cache) -> dict:

@@ -67,9 +67,9 @@ def write_nb(folder: Path, student: str, nb, name="exercise_03.ipynb") -> Path:
 
 def require_sandbox():
     """Skip (with the reason) where bubblewrap cannot run; in CI (CI=true) fail instead."""
-    from mha_helpers.grading import sandbox
+    from mha_helpers.grading.sandbox import bubblewrap
 
-    reason = sandbox.probe()
+    reason = bubblewrap.probe()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI must run the sandbox tests (.ci/run installs bubblewrap): {reason}")

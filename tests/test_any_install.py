@@ -14,7 +14,8 @@ import wheel_helpers
 from grading_helpers import A03, FULL, ROOT, make_notebook, require_sandbox, with_answer, write_nb
 
 from mha_helpers.cli import main
-from mha_helpers.grading import sandbox, validate
+from mha_helpers.grading.classroom import validate
+from mha_helpers.grading.sandbox import bubblewrap
 
 
 def _observer(*secrets) -> str:
@@ -142,7 +143,7 @@ def _course_folder(tmp_path) -> Path:
 def test_validate_refuses_a_notebook_inside_a_course_without_a_sandbox(
     tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(sandbox, "probe", lambda: "no bwrap here (test)")
+    monkeypatch.setattr(bubblewrap, "probe", lambda: "no bwrap here (test)")
     marker = tmp_path / "ran.txt"
     nb = _marking_notebook(_course_folder(tmp_path) / "submissions", marker)
     assert main(["validate", str(nb)]) == 1
@@ -152,7 +153,7 @@ def test_validate_refuses_a_notebook_inside_a_course_without_a_sandbox(
 
 
 def test_validate_refuses_someone_elses_notebook_without_a_sandbox(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sandbox, "probe", lambda: "no bwrap here (test)")
+    monkeypatch.setattr(bubblewrap, "probe", lambda: "no bwrap here (test)")
     marker = tmp_path / "ran.txt"
     nb = _marking_notebook(tmp_path / "inbox", marker)
     monkeypatch.setattr(validate.os, "getuid", lambda: os.stat(nb).st_uid + 1)
@@ -162,7 +163,7 @@ def test_validate_refuses_someone_elses_notebook_without_a_sandbox(tmp_path, mon
 
 
 def test_validate_runs_a_learners_own_notebook_without_a_sandbox(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sandbox, "probe", lambda: "no bwrap here (test)")
+    monkeypatch.setattr(bubblewrap, "probe", lambda: "no bwrap here (test)")
     marker = tmp_path / "ran.txt"
     nb = _marking_notebook(tmp_path / "mine", marker)
     main(["validate", str(nb)])

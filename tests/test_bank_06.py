@@ -19,8 +19,8 @@ import pytest
 
 from mha_helpers import causal_mask, scaled_dot_product_attention
 from mha_helpers.backward import attention_backward
-from mha_helpers.grading.check import evaluate
-from mha_helpers.grading.questions import get_question, questions_for
+from mha_helpers.grading import get_question, questions_for
+from mha_helpers.grading.selfcheck.check import evaluate
 from mha_helpers.tasks import head_roles, role_scores, vote_table_task
 from mha_helpers.training import forward, init_model, prune_head, train
 

@@ -23,8 +23,8 @@ from mha_helpers import (
     to_pytorch_attn_mask,
     to_pytorch_key_padding_mask,
 )
-from mha_helpers.grading.check import evaluate
-from mha_helpers.grading.questions import get_question, questions_for
+from mha_helpers.grading import get_question, questions_for
+from mha_helpers.grading.selfcheck.check import evaluate
 
 ASSIGNMENT = "07_attention_at_work"
 QUESTIONS = [q for q in questions_for(ASSIGNMENT) if q.kind != "manual"]

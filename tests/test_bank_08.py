@@ -21,8 +21,8 @@ from mha_helpers import (
     step_cost,
     tiled_attention,
 )
-from mha_helpers.grading.check import evaluate
-from mha_helpers.grading.questions import get_question, questions_for
+from mha_helpers.grading import get_question, questions_for
+from mha_helpers.grading.selfcheck.check import evaluate
 
 ASSIGNMENT = "08_attention_at_scale"
 QUESTIONS = questions_for(ASSIGNMENT)

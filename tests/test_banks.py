@@ -15,10 +15,11 @@ import itertools
 import numpy as np
 import pytest
 
-from mha_helpers.grading.check import evaluate
-from mha_helpers.grading.compare import difference
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.judge import NO_OUTPUT, expected_outputs, public_cases
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.cases import NO_OUTPUT, expected_outputs, public_cases
+from mha_helpers.grading.rules.compare import difference
+from mha_helpers.grading.selfcheck.check import evaluate
 
 # Wrong answers fed to the checks overflow or divide 0 by 0 on purpose (that is the slip).
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

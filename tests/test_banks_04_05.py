@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from mha_helpers import attention_flops, attention_params, grouped_query_attention, kv_cache_bytes
-from mha_helpers.grading.check import evaluate
-from mha_helpers.grading.questions import get_question, questions_for
+from mha_helpers.grading import get_question, questions_for
+from mha_helpers.grading.selfcheck.check import evaluate
 
 ASSIGNMENTS = ("04_cost", "05_variants")
 QUESTIONS = [q for a in ASSIGNMENTS for q in questions_for(a) if q.kind != "manual"]

@@ -20,10 +20,11 @@ import pytest
 from grading_helpers import A03, FULL, ROOT, make_notebook, require_sandbox, with_answer, write_nb
 
 from mha_helpers.cli import main
-from mha_helpers.grading import collect as collect_mod
-from mha_helpers.grading.collect import collect, normalise_name
+from mha_helpers.grading.classroom import collect as collect_mod
+from mha_helpers.grading.classroom.collect import collect
+from mha_helpers.grading.classroom.release import ReleaseError, student_copy
+from mha_helpers.grading.classroom.untrusted import normalise_name
 from mha_helpers.grading.course import PACKAGE_DIR, find_course
-from mha_helpers.grading.release import ReleaseError, student_copy
 
 TIMEOUT = "20"
 
@@ -140,7 +141,7 @@ def test_zip_bombs_are_refused_with_a_row(tmp_path, monkeypatch):
 def test_names_are_normalised_before_duplicates_are_found(tmp_path):
     write_nb(tmp_path / "subs", "Zoë", make_notebook(), "a.ipynb")
     write_nb(tmp_path / "subs", "Zoe\u0308\u200b", make_notebook(), "b.ipynb")  # NFD + zero width
-    from mha_helpers.grading.grader import grade_paths
+    from mha_helpers.grading.classroom.grade import grade_paths
 
     rows = grade_paths([tmp_path / "subs"], jobs=2, timeout=20, course=find_course(start=ROOT))
     assert {r["student"] for r in rows} == {"Zoë"}
@@ -149,7 +150,7 @@ def test_names_are_normalised_before_duplicates_are_found(tmp_path):
 
 
 def test_feedback_files_never_mix_two_students(tmp_path):
-    from mha_helpers.grading.gradebook import safe_name
+    from mha_helpers.grading.classroom.feedback import safe_name
 
     names = ["a/b", "a_b", "A_B", "a_b-" + "0" * 10, "Ålvaro", "alvaro", "..", "CON", "=1+1"]
     files = {safe_name(normalise_name(n)).casefold() for n in names}
@@ -287,9 +288,9 @@ def test_the_summary_gives_per_question_statistics(tmp_path, capsys):
 
 
 def test_without_a_sandbox_grading_refuses_unless_told(tmp_path, monkeypatch, capsys):
-    from mha_helpers.grading import sandbox
+    from mha_helpers.grading.sandbox import bubblewrap
 
-    monkeypatch.setattr(sandbox, "probe", lambda: "bwrap is not installed (simulated)")
+    monkeypatch.setattr(bubblewrap, "probe", lambda: "bwrap is not installed (simulated)")
     write_nb(tmp_path / "subs", "alice", make_notebook())
     assert grade(tmp_path / "subs", "--out", tmp_path / "gb.csv") == 2
     err = capsys.readouterr().err
@@ -316,7 +317,7 @@ def test_student_copy_has_everything_a_learner_runs_and_no_solutions(tmp_path):
     assert main(["release", "--student-copy", str(dest)]) == 0
     assert (dest / "notebooks" / "00_start_here.ipynb").is_file()
     assert (dest / "exercises" / f"{A03}.ipynb").is_file()
-    assert (dest / "mha_helpers" / "grading" / "data" / f"{A03}.json").is_file()
+    assert (dest / "mha_helpers" / "grading" / "selfcheck" / "data" / f"{A03}.json").is_file()
     assert (dest / "README.md").read_text().startswith("# Multi-head attention")
     everything = [p for p in dest.rglob("*") if p.is_file()]
     assert not [p for p in everything if "solutions" in p.parts or p.name.startswith("bank_")]
@@ -357,8 +358,8 @@ def test_validate_runs_the_notebook_as_the_grader_will(tmp_path, capsys):
     )
     assert main(["validate", str(bad)]) == 1
     out = capsys.readouterr().out
-    from mha_helpers.grading.check import evaluate
-    from mha_helpers.grading.questions import get_question
+    from mha_helpers.grading import get_question
+    from mha_helpers.grading.selfcheck.check import evaluate
 
     def bare(h, w):
         return np.asarray(h).reshape(np.asarray(h).shape[1], -1) @ w
@@ -402,7 +403,7 @@ def test_the_tools_work_on_the_course_in_front_of_them(tmp_path):
     assert r.returncode == 1 and "data" in r.stdout, r.stdout + r.stderr
     r = run("release")
     assert r.returncode == 0, r.stderr
-    assert (course / "mha_helpers" / "grading" / "data" / f"{A03}.json").is_file()
+    assert (course / "mha_helpers" / "grading" / "selfcheck" / "data" / f"{A03}.json").is_file()
     assert run("release", "--check").returncode == 0
     r = run("check-solutions")
     assert r.returncode == 0 and f"ok   {A03}.ipynb" in r.stdout, r.stdout + r.stderr
@@ -423,7 +424,7 @@ def test_a_huge_answer_cell_does_not_blow_up_the_grader(tmp_path):
     nb = make_notebook(with_answer("q03_concat_project", "# " + "x" * (9 * 2**20) + "\n"))
     write_nb(tmp_path / "subs", "big", nb)
     code = (
-        "import json, re\nfrom mha_helpers.grading.grader import grade_paths\n"
+        "import json, re\nfrom mha_helpers.grading.classroom.grade import grade_paths\n"
         f"[row] = grade_paths([{str(tmp_path / 'subs')!r}], jobs=1, timeout=20)\n"
         # VmHWM is this process's own peak (ru_maxrss would include the parent's, here pytest's)
         "peak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"

@@ -12,11 +12,13 @@ import types
 import numpy as np
 import pytest
 
-from mha_helpers.grading.check import evaluate, self_check
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.judge import differential, error_hint, function_verdict
-from mha_helpers.grading.questions import REGISTRY, Mistake, Question
-from mha_helpers.grading.watch import CaseResult, run_cases
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.cases import CaseResult
+from mha_helpers.grading.rules.judge import differential, error_hint, function_verdict
+from mha_helpers.grading.rules.registry import REGISTRY, Mistake, Question
+from mha_helpers.grading.sandbox.inside.watch import run_cases
+from mha_helpers.grading.selfcheck.check import evaluate, self_check
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 load_banks(find_course())
@@ -236,7 +238,7 @@ def test_a_question_without_traits_still_works():
 
 
 def test_the_graders_report_carries_the_location_and_a_malformed_one_is_refused():
-    from mha_helpers.grading.verdict import BadReport, answer_results
+    from mha_helpers.grading.rules.verdict import BadReport, answer_results
 
     where = {"function": "split", "line": 3, "code": "x.reshape(n, h, d / h)"}
     rec = {"results": [{"value": None, "raised": ["TypeError", "no"], "where": where}]}

@@ -21,10 +21,11 @@ import pytest
 from grading_helpers import ROOT
 
 from mha_helpers.cli import main
-from mha_helpers.grading.check import data_meta
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.judge import value_verdict
-from mha_helpers.grading.questions import get_question
+from mha_helpers.grading import get_question
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.judge import value_verdict
+from mha_helpers.grading.selfcheck.check import data_meta
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def copies(tmp_path_factory):
 
 
 def value_questions(copy):
-    for path in sorted((copy / "mha_helpers" / "grading" / "data").glob("*.json")):
+    for path in sorted((copy / "mha_helpers" / "grading" / "selfcheck" / "data").glob("*.json")):
         for q in json.loads(path.read_text(encoding="utf-8"))["questions"]:
             if q["kind"] == "value":
                 yield path, q

@@ -36,11 +36,11 @@ from grading_helpers import (
     write_nb,
 )
 
-from mha_helpers.grading import commands, gradebook, grader
-from mha_helpers.grading.check import evaluate
-from mha_helpers.grading.collect import DEFAULT_MAX_BYTES
+from mha_helpers.grading import get_question
+from mha_helpers.grading.classroom import assignments, commands, feedback, grade, gradebook
+from mha_helpers.grading.classroom.collect import DEFAULT_MAX_BYTES
 from mha_helpers.grading.course import PACKAGE_DIR, find_course
-from mha_helpers.grading.questions import get_question
+from mha_helpers.grading.selfcheck.check import evaluate
 
 SEED = 20260401
 TIMEOUT = 12.0  # seconds per notebook in these tests (generous: CI runs other tests alongside)
@@ -80,7 +80,7 @@ def build_batch(folder: Path, elsewhere: Path) -> dict:
     """One submission per attack; returns {student: path}."""
     subs = {}
     victim = folder / "good" / "exercise_03.ipynb"  # a classmate's notebook, by its real path
-    grader_file = PACKAGE_DIR / "grading" / "grader.py"
+    grader_file = PACKAGE_DIR / "grading" / "classroom" / "grade.py"
     forged = (
         'result {"cells": [], "answers": {"q03_concat_project": {"status": "ok", "results": '
         '[{"value": 1.0, "raised": null, "mutated": []}], "helpers": []}}}'
@@ -158,7 +158,7 @@ def build_batch(folder: Path, elsewhere: Path) -> dict:
         "patches_helpers": make_notebook(
             with_answer(
                 "q03_concat_project",
-                "import mha_helpers.grading.compare as cmp, mha_helpers.grading.judge as j\n"
+                "import mha_helpers.grading.rules.compare as cmp, mha_helpers.grading.rules.judge as j\n"
                 "cmp.difference = lambda *a, **k: None\nj.difference = lambda *a, **k: None\n"
                 "def concat_project(h, w):\n    return np.zeros(3)\n",
             )
@@ -184,9 +184,9 @@ def build_batch(folder: Path, elsewhere: Path) -> dict:
             with_answer(
                 "q03_d_head",
                 _unreachable(
-                    PACKAGE_DIR / "grading" / "data",
-                    "/course/mha_helpers/grading/data",
-                    PACKAGE_DIR / "grading" / "data" / f"{A03}.json",
+                    PACKAGE_DIR / "grading" / "selfcheck" / "data",
+                    "/course/mha_helpers/grading/selfcheck/data",
+                    PACKAGE_DIR / "grading" / "selfcheck" / "data" / f"{A03}.json",
                 ),
             )
         ),
@@ -388,9 +388,9 @@ def batch(tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("instructor")
     (elsewhere / "gradebook.csv").write_text("student,assignment\n")
     subs = build_batch(folder, elsewhere)
-    watched = (folder, elsewhere, PACKAGE_DIR / "grading" / "grader.py")
+    watched = (folder, elsewhere, PACKAGE_DIR / "grading" / "classroom" / "grade.py")
     before = _hashes(*watched)
-    rows = grader.grade_paths(
+    rows = grade.grade_paths(
         [folder],
         jobs=2,
         timeout=TIMEOUT,
@@ -404,7 +404,7 @@ def batch(tmp_path_factory):
     records = [gradebook.row_record(r) for r in rows]
     qids = list(POINTS) + ["q03_explain"]
     book = gradebook.write_gradebook(records, out / "gradebook.csv", qids)
-    gradebook.write_feedback(rows, out / "feedback")
+    feedback.write_feedback(rows, out / "feedback")
     return {
         "folder": folder,
         "elsewhere": elsewhere,
@@ -770,7 +770,7 @@ def test_gradebook_is_written_atomically(tmp_path, monkeypatch, batch):
 def _hidden_numbers():
     """Every hidden test input and reference output of this run, as feedback could show them."""
     q = get_question("q03_concat_project")
-    n_public, cases, expected, _ = grader.expected_cases(q, SEED)
+    n_public, cases, expected, _ = assignments.expected_cases(q, SEED)
     numbers = set()
     for args, out in list(zip(cases, expected))[n_public:]:
         for arr in list(args) + [out]:
@@ -781,10 +781,10 @@ def _hidden_numbers():
 
 def _hidden_encodings():
     """The hidden inputs as they travel in the job (base64 of their bytes), 24 characters each."""
-    from mha_helpers.grading import codec
+    from mha_helpers.grading.rules import codec
 
     q = get_question("q03_concat_project")
-    n_public, cases, _, _ = grader.expected_cases(q, SEED)
+    n_public, cases, _, _ = assignments.expected_cases(q, SEED)
     found = set()
     for args in cases[n_public:]:
         for arr in args:

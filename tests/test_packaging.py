@@ -214,10 +214,12 @@ def test_the_wheel_requires_exactly_the_learner_set_and_declares_the_extras(whee
 def test_the_wheel_holds_the_package_and_the_self_check_data_but_no_answers(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "mha_helpers/__init__.py" in names and "mha_helpers/widgets.py" in names
-    data = sorted((ROOT / "mha_helpers" / "grading" / "data").glob("*.json"))
+    data = sorted((ROOT / "mha_helpers" / "grading" / "selfcheck" / "data").glob("*.json"))
     assert data, "mha-course release writes the self-check data; it is missing here"
     for path in data:
-        assert f"mha_helpers/grading/data/{path.name}" in names, f"{path.name} is not in the wheel"
+        assert f"mha_helpers/grading/selfcheck/data/{path.name}" in names, (
+            f"{path.name} is not in the wheel"
+        )
     answers = [
         n
         for n in names

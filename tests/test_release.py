@@ -24,12 +24,8 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from mha_helpers.grading import codec
-from mha_helpers.grading.course import Course, find_course
-from mha_helpers.grading.judge import value_hashes, value_info, value_verdict
-from mha_helpers.grading.program import _check_calls
-from mha_helpers.grading.questions import get_question, questions_for
-from mha_helpers.grading.release import (
+from mha_helpers.grading import get_question, questions_for
+from mha_helpers.grading.classroom.release import (
     ReleaseError,
     data_agrees,
     release,
@@ -37,6 +33,10 @@ from mha_helpers.grading.release import (
     student_copy,
     validate_nbgrader_metadata,
 )
+from mha_helpers.grading.course import Course, find_course
+from mha_helpers.grading.rules import codec
+from mha_helpers.grading.rules.judge import value_hashes, value_info, value_verdict
+from mha_helpers.grading.sandbox.program import _check_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -132,7 +132,7 @@ def test_last_bit_drift_passes_the_check_and_release_leaves_the_file_alone(tmp_p
     path = course.data / "01_recap_self_attention.json"
     _edit(path, _nudge_computed)
     nudged = path.read_bytes()
-    assert nudged != (ROOT / "mha_helpers/grading/data" / path.name).read_bytes()
+    assert nudged != (ROOT / "mha_helpers/grading/selfcheck/data" / path.name).read_bytes()
     assert release(course, check=True) == []
     assert release(course) == [] and path.read_bytes() == nudged  # nothing rewritten
     student_copy(course, tmp_path / "copy")  # the student-copy guard agrees
@@ -262,7 +262,7 @@ def test_release_check_passes_on_generic_kernels():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-DATA_FILES = sorted((ROOT / "mha_helpers" / "grading" / "data").glob("*.json"))
+DATA_FILES = sorted((ROOT / "mha_helpers" / "grading" / "selfcheck" / "data").glob("*.json"))
 
 
 @pytest.mark.parametrize("path", DATA_FILES, ids=lambda p: p.name)
@@ -275,7 +275,7 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
     for q in data["questions"]:
         if q["kind"] != "value":
             continue
-        from mha_helpers.grading.questions import get_question
+        from mha_helpers.grading import get_question
 
         expected = get_question(q["grade_id"]).expected
         public = json.dumps(q["public"])

@@ -23,7 +23,7 @@ import pytest
 from grading_helpers import A03, FULL, ROOT, make_notebook, require_sandbox, with_answer
 
 from mha_helpers.cli import main
-from mha_helpers.grading.collect import collect
+from mha_helpers.grading.classroom.collect import collect
 
 TIMEOUT = "20"
 WRONG = with_answer("q03_d_head", "d_head = 3")  # FULL - 1
@@ -458,7 +458,7 @@ def test_a_students_encrypted_zip_given_as_a_path_is_a_row(tmp_path):
     upload = tmp_path / "dl" / "danjones_77_88_mywork.zip"  # the same, uploaded to Canvas
     upload.parent.mkdir()
     upload.write_bytes(archive.read_bytes())
-    from mha_helpers.grading.collect import Rejected, read_notebook
+    from mha_helpers.grading.classroom.collect import Rejected, read_notebook
 
     with pytest.raises(Rejected) as exc:
         read_notebook(upload)

@@ -1,6 +1,6 @@
 """The grading sandbox's layers, each observed from INSIDE a real sandbox (course issue 21).
 
-Every test runs code in a fresh sandbox through :func:`sandbox.run`, the way the grader runs a
+Every test runs code in a fresh sandbox through :func:`bubblewrap.run`, the way the grader runs a
 submission, and reads back what that code saw (a JSON list of what went wrong: empty when the
 layer holds). A test that only inspected the grader's own settings could pass while the
 sandbox leaked; these look from where an attacker stands.
@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from grading_helpers import ROOT, require_sandbox
 
-from mha_helpers.grading import codec, sandbox, seccomp
+from mha_helpers.grading.rules import codec
+from mha_helpers.grading.sandbox import bubblewrap, cgroups, seccomp
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +31,7 @@ def _needs_sandbox():
     require_sandbox()
 
 
-def inside(source: str, limits: sandbox.Limits | None = None):
+def inside(source: str, limits: bubblewrap.Limits | None = None):
     """Run ``source`` as one cell in a fresh sandbox; it sets ``seen`` to a JSON text, which is
     returned decoded."""
     job = {
@@ -38,7 +39,7 @@ def inside(source: str, limits: sandbox.Limits | None = None):
         "questions": [{"grade_id": "seen", "kind": "value", "expr": "seen"}],
         "cell_timeout": 25,
     }
-    out = sandbox.run(job, limits or sandbox.Limits(wall_seconds=40))
+    out = bubblewrap.run(job, limits or bubblewrap.Limits(wall_seconds=40))
     assert out.report, f"no report: {out.reason} {out.stderr}"
     error = out.report["cells"][0]["error"]
     assert error is None, error
@@ -112,18 +113,18 @@ def test_memory_paths_an_rlimit_would_not_count_are_closed_inside():
 def test_the_cgroup_counts_memory_the_address_space_limit_allows():
     """Where the machine gives the grader a cgroup, memory is counted by it: with an address
     space limit of 2 GiB and a cgroup limit of 192 MiB, touching 512 MiB ends the sandbox."""
-    if sandbox.accounting() == "rlimits":
+    if cgroups.accounting() == "rlimits":
         pytest.skip("this machine gives the grader no cgroup (the allowlist test covers it)")
     job = {
         "cells": [{"source": "import numpy as np\nblock = np.ones(512 * 2**20, dtype=np.int8)\n"}],
         "questions": [],
         "cell_timeout": 25,
     }
-    limits = sandbox.Limits(wall_seconds=40, cgroup_memory_bytes=192 * 2**20)
-    out = sandbox.run(job, limits)
+    limits = bubblewrap.Limits(wall_seconds=40, cgroup_memory_bytes=192 * 2**20)
+    out = bubblewrap.run(job, limits)
     assert out.report is None and out.reason == "killed by SIGKILL", (out.reason, out.report)
     # The same cell with room to spare runs: it is the cgroup that stopped it.
-    out = sandbox.run(job, sandbox.Limits(wall_seconds=40))
+    out = bubblewrap.run(job, bubblewrap.Limits(wall_seconds=40))
     assert out.report is not None and out.report["cells"][0]["error"] is None
 
 
@@ -132,7 +133,7 @@ def test_without_the_filter_the_namespace_layer_still_refuses_user_namespaces(mo
     allowlist, a nested user namespace (how a submission once mounted its own tmpfs past the
     64 MiB cap) still cannot be made."""
     allow_all = seccomp._ins(seccomp._RET, 0, 0, seccomp._ALLOW)
-    monkeypatch.setattr(sandbox, "seccomp_filter", lambda: allow_all)
+    monkeypatch.setattr(bubblewrap, "seccomp_filter", lambda: allow_all)
     source = textwrap.dedent(
         """
         import ctypes, json
@@ -221,11 +222,12 @@ def test_the_sandbox_ends_whatever_its_inside_does(tmp_path, how):
         f"""
         import sys, threading, time
         from concurrent.futures import ThreadPoolExecutor
-        from mha_helpers.grading import commands, sandbox
+        from mha_helpers.grading.classroom import commands
+        from mha_helpers.grading.sandbox import bubblewrap
         job = {{"cells": [{{"source": {cell!r}}}], "questions": [], "cell_timeout": 600}}
         done = threading.Event()
         def go():
-            out = sandbox.run(job, sandbox.Limits(wall_seconds={wall}, cpu_seconds=600))
+            out = bubblewrap.run(job, bubblewrap.Limits(wall_seconds={wall}, cpu_seconds=600))
             print("reason", out.reason, flush=True)
             done.set()
         how = {how!r}
@@ -264,9 +266,9 @@ def test_the_sandbox_ends_whatever_its_inside_does(tmp_path, how):
 def test_no_cgroup_is_left_behind():
     """Every run's cgroup is removed (at once, or by the next sweep), and those of a grader that
     died without cleaning up are swept when the next grader starts."""
-    if sandbox.accounting() == "rlimits":
+    if cgroups.accounting() == "rlimits":
         pytest.skip("this machine gives the grader no cgroup")
-    _, bases = sandbox._cgroup_parents()
+    _, bases = cgroups.cgroup_parents()
     dead = subprocess.Popen(["true"])
     dead.wait()
     orphans = [Path(b) / f"mha-grade-{dead.pid}-0" for b in bases]
@@ -274,13 +276,13 @@ def test_no_cgroup_is_left_behind():
         o.mkdir()
     job = {"cells": [{"source": "x = 1"}], "questions": [], "cell_timeout": 20}
     for _ in range(3):
-        assert sandbox.run(job, sandbox.Limits(wall_seconds=40)).report is not None
+        assert bubblewrap.run(job, bubblewrap.Limits(wall_seconds=40)).report is not None
 
     def ours():
         return [p for b in bases for p in Path(b).glob(f"mha-grade-{os.getpid()}-*")]
 
-    sandbox._sweep()
-    assert _wait(lambda: (sandbox._sweep() or True) and not ours(), 20), ours()
-    sandbox._cgroup_parents.cache_clear()  # as a new grader does
-    assert sandbox.accounting() != "rlimits"
+    cgroups.sweep()
+    assert _wait(lambda: (cgroups.sweep() or True) and not ours(), 20), ours()
+    cgroups.cgroup_parents.cache_clear()  # as a new grader does
+    assert cgroups.accounting() != "rlimits"
     assert not [o for o in orphans if o.exists()]

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha_helpers.grading.check import evaluate, self_check
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.questions import REGISTRY
-from mha_helpers.grading.watch import copy_args
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.cases import copy_args
+from mha_helpers.grading.rules.registry import REGISTRY
+from mha_helpers.grading.selfcheck.check import evaluate, self_check
 
 # The classic mistakes run as answers here, and some of them divide 0 by 0 on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -170,7 +171,9 @@ def test_without_the_data_the_check_says_so_instead_of_failing(monkeypatch, caps
     """Inside the grading sandbox the data is hidden; check() must say so and not raise."""
     import importlib
 
-    check_module = importlib.import_module("mha_helpers.grading.check")  # the module, not check()
+    check_module = importlib.import_module(
+        "mha_helpers.grading.selfcheck.check"
+    )  # the module, not check()
     monkeypatch.setattr(check_module, "DATA_DIR", tmp_path / "nothing")
     monkeypatch.setattr(check_module, "_DATA", None)
     check_module.check("q03_d_head", 64)

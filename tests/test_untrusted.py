@@ -1,4 +1,4 @@
-"""The one sanitiser for untrusted text (mha_helpers/grading/untrusted.py), on any input."""
+"""The one sanitiser for untrusted text (mha_helpers/grading/classroom/untrusted.py), on any input."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_helpers.grading.untrusted import clean_filename, clean_text
+from mha_helpers.grading.classroom.untrusted import clean_filename, clean_text
 
 # Any code point at all, surrogates included (st.text() leaves them out by default).
 ANY_CHAR = st.characters(codec=None, exclude_categories=())

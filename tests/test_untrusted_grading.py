@@ -40,10 +40,11 @@ from grading_helpers import (
 )
 
 from mha_helpers.cli import main
-from mha_helpers.grading import gradebook
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.grader import expected_cases
-from mha_helpers.grading.questions import get_question
+from mha_helpers.grading import get_question
+from mha_helpers.grading.classroom import feedback, gradebook
+from mha_helpers.grading.classroom.assignments import expected_cases
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
 
 SEED = 7
 GID = "q03_concat_project"
@@ -54,7 +55,7 @@ JOB = (
     "def _job():\n"
     "    return [o for o in gc.get_objects() if isinstance(o, dict) and 'cells' in o and 'questions' in o][0]\n"
     "def _hidden_ints():\n"
-    "    from mha_helpers.grading import codec\n"
+    "    from mha_helpers.grading.rules import codec\n"
     "    q = [q for q in _job()['questions'] if q.get('cases')][0]\n"
     "    vals = []\n"
     "    for case in q['cases'][3:]:\n"
@@ -263,7 +264,7 @@ def test_a_row_or_feedback_that_cannot_be_written_costs_only_itself(tmp_path, mo
     require_sandbox()
     for student in ("ann", "bob", "cy"):
         write_nb(tmp_path / "subs", student, make_notebook())
-    real_record, real_write = gradebook.row_record, gradebook._write_feedback_row
+    real_record, real_write = gradebook.row_record, feedback._write_feedback_row
 
     def record(row, *a, **k):
         if row["student"] == "bob":
@@ -276,7 +277,7 @@ def test_a_row_or_feedback_that_cannot_be_written_costs_only_itself(tmp_path, mo
         return real_write(folder, row, used)
 
     monkeypatch.setattr(gradebook, "row_record", record)
-    monkeypatch.setattr(gradebook, "_write_feedback_row", write)
+    monkeypatch.setattr(feedback, "_write_feedback_row", write)
     book, fb = tmp_path / "book.csv", tmp_path / "fb"
     code = main(
         [

@@ -24,6 +24,7 @@ from mha_helpers import (
     kv_cache_bytes,
 )
 from mha_helpers import widgets as W
+from mha_helpers.explorers import shape as shape_module
 from mha_helpers.widgets import (
     compared_text,
     cost_explorer,
@@ -231,7 +232,7 @@ def test_a_failing_update_shows_a_message_not_a_traceback(monkeypatch):
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(W, "shape_view", broken)
+    monkeypatch.setattr(shape_module, "shape_view", broken)  # the view its widget calls
     ex.controls["h"].value = 4
     assert "Could not update: boom" in text(ex.message.value)
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from wrong_answers import BATTERY, measure, summary
 
-from mha_helpers.grading.check import self_check
-from mha_helpers.grading.course import find_course, load_banks
-from mha_helpers.grading.judge import expected_outputs, public_cases
-from mha_helpers.grading.questions import REGISTRY
-from mha_helpers.grading.watch import copy_args
+from mha_helpers.grading.classroom.banks import load_banks
+from mha_helpers.grading.course import find_course
+from mha_helpers.grading.rules.cases import copy_args, expected_outputs, public_cases
+from mha_helpers.grading.rules.registry import REGISTRY
+from mha_helpers.grading.selfcheck.check import self_check
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 load_banks(find_course())
@@ -72,8 +72,8 @@ def test_agreeing_with_a_mistake_on_one_case_only_does_not_name_it(q):
 
 
 def _differs(a, b) -> bool:
-    from mha_helpers.grading.compare import difference
-    from mha_helpers.grading.judge import NO_OUTPUT
+    from mha_helpers.grading.rules.cases import NO_OUTPUT
+    from mha_helpers.grading.rules.compare import difference
 
     if a is NO_OUTPUT:
         return False
@@ -84,7 +84,7 @@ def test_the_self_check_and_the_graders_rules_give_every_wrong_answer_the_same_v
     """The diagnosis (matching, the property that breaks an answer, error hints) is the judge's,
     so the learner's check and :func:`evaluate` (the grader's rules, expected outputs computed
     from the bank) agree on every answer of the battery."""
-    from mha_helpers.grading.check import evaluate
+    from mha_helpers.grading.selfcheck.check import evaluate
 
     for w in BATTERY:
         with np.errstate(all="ignore"):

@@ -8,6 +8,7 @@ the other where the page is narrow), each row with a bar of the attention's shar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..cost import attention_flops, attention_params
 from .common import (
@@ -25,6 +26,16 @@ from .common import (
     render_message_html,
     settings_line,
     table_style,
+)
+from .live import (
+    CONTROL_WIDTH,
+    SLIDER_STYLE,
+    Explorer,
+    html_box,
+    int_slider,
+    live_class,
+    row,
+    widgets_module,
 )
 
 COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP = 64, 4096, 64
@@ -197,3 +208,70 @@ def render_cost_html(view: CostView, include_settings: bool = True) -> str:
     )
     parts.append(BOX + flex_row(by_h, by_n, gap="8px 16px") + legend + "</div></div>")
     return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget: sliders d_model, h and n
+# ---------------------------------------------------------------------------------------------
+
+
+def cost_explorer(d_model: int = 768, h: int = 12, n: int = 1024):
+    """Sliders ``d_model``, ``h`` and ``n``; shows FLOPs and parameters versus h at fixed
+    d_model (constant) and versus n (projections linear, attention quadratic).
+
+    The defaults are one GPT-2 small attention layer over 1024 tokens.
+    """
+    return _widget_class()(d_model=d_model, h=h, n=n)
+
+
+@lru_cache(maxsize=None)
+def _widget_class():
+    """The widget class (made on first use: importing this module does not import ipywidgets)."""
+    return live_class(CostExplorer)
+
+
+class CostExplorer(Explorer):
+    """d_model, h, n -> FLOPs and parameters versus h and versus n."""
+
+    title = "Cost explorer"
+    kind = "cost"
+
+    def __init__(self, d_model=768, h=12, n=1024):
+        W = widgets_module()
+        self.summary = html_box()
+        ns = sorted(set(COST_NS) | {int(n)})
+        controls = {
+            "d_model": int_slider(
+                "d_model", d_model, COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP
+            ),
+            "h": int_slider("h", h, 1, COST_H_MAX),
+            "n": W.SelectionSlider(
+                options=ns,
+                value=int(n),
+                description="n",
+                style=SLIDER_STYLE,
+                continuous_update=True,
+                layout=W.Layout(width=CONTROL_WIDTH),
+            ),
+        }
+        # The three sliders in one row above the two tables (they wrap in a narrow window).
+        sliders = row(*controls.values())
+        for control in controls.values():
+            control.layout.width = "290px"
+            control.layout.margin = "0 12px 4px 0"
+        super().__init__(children=[sliders, self.summary])
+        self.add_class("mha-cost-explorer")
+        self._setup(controls)
+        self.refresh()
+
+    def _view(self, **values):
+        return cost_view(**values)
+
+    def _show(self, view):
+        self.summary.value = render_cost_html(view, include_settings=False)
+
+    def _show_error(self, text):
+        self.summary.value = render_message_html(text)
+
+    def _static_html(self, view):
+        return render_cost_html(view)

@@ -12,6 +12,7 @@ decisions of the live widget are pure functions here too: which models keep a ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..cost import MODEL_CONFIGS, format_bytes, kv_cache_bytes
 from .common import (
@@ -27,6 +28,18 @@ from .common import (
     render_message_html,
     settings_line,
     table_style,
+)
+from .live import (
+    CONTROL_WIDTH,
+    SLIDER_STYLE,
+    Explorer,
+    column,
+    html_box,
+    int_slider,
+    live_class,
+    row,
+    widgets_module,
+    with_value,
 )
 
 KV_D_HEADS = (32, 64, 80, 96, 128, 256)
@@ -48,6 +61,7 @@ KV_LATENTS = (
 KV_WINDOWS = (("none", 0), ("1,024", 1024), ("2,048", 2048), ("4,096", 4096), ("8,192", 8192))
 KV_MAX_HEADS = 128
 KV_MAX_LAYERS = 128
+KV_TABLE_MAX_VH = 34  # the real models' table scrolls beyond this share of the window's height
 
 
 @dataclass(frozen=True)
@@ -257,75 +271,20 @@ def kv_cache_view(
     extra = {"latent_dim": latent, "window": window}
     matches = _matches(L, h, g, d_h, latent, window)
     if min(L, h, g, d_h, n) < 1 or not b > 0 or min(latent, window) < 0:
-        return KVCacheView(
-            *args,
-            ok=False,
-            models=(),
-            matches=matches,
-            message="Every count must be at least 1 and bytes per element positive.",
-            **extra,
-        )
+        message = "Every count must be at least 1 and bytes per element positive."
+        return KVCacheView(*args, ok=False, models=(), matches=matches, message=message, **extra)
     if h % g and not latent:
-        fits = divisors(h, KV_MAX_HEADS)
         return KVCacheView(
             *args,
             ok=False,
             models=_model_rows(n, b),
             matches=matches,
-            message=(
-                f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
-                f"a group of the same number of query heads (query heads / KV heads must be a "
-                f"whole number). To fix it, set the KV heads to a divisor of {h} "
-                f"({join_or(fits)})."
-            ),
+            message=_not_divisible_message(h, g),
             **extra,
         )
     kept = min(n, window) if window else n  # a rolling buffer keeps the last `window` positions
-    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
-    if latent:
-        per_token = latent * L * b
-        per_token = int(per_token) if float(per_token).is_integer() else per_token
-        kind = "MLA"
-        kind_text = (
-            f"MLA: one latent of {latent} numbers per token and layer, from which the keys and "
-            f"values of all {h} query heads are rebuilt (the KV-heads setting is not used)"
-        )
-        formula = (
-            f"{latent} (latent d_c + RoPE key d_h^R) \u00d7 {L} layers \u00d7 {b_text} = "
-            f"{fmt_int(per_token) if float(per_token).is_integer() else per_token} bytes per token"
-        )
-    else:
-        per_token = kv_cache_bytes(L, g, d_h, 1, b)
-        kind = _kind(h, g)
+    kind, kind_text, per_token, formula = _sharing(L, h, g, d_h, b, latent)
     per_sequence = per_token * kept
-    models = _model_rows(n, b, per_token)
-    mha = kv_cache_bytes(L, h, d_h, kept, b)
-    window_text = ""
-    if window and window < n:
-        window_text = (
-            f"Sliding window of {fmt_int(window)}: a rolling buffer keeps only the last "
-            f"{fmt_int(window)} of the {fmt_int(n)} positions, {n / window:.3g}\u00d7 less than "
-            f"keeping them all."
-        )
-    elif window:
-        window_text = (
-            f"Sliding window of {fmt_int(window)}: longer than the {fmt_int(n)} tokens, so "
-            f"nothing is dropped yet."
-        )
-    if kind == "MLA":
-        pass
-    elif kind == "MHA":
-        kind_text = f"MHA: every one of the {h} query heads has its own key and value head"
-    elif kind == "MQA":
-        kind_text = f"MQA: all {h} query heads share a single key and value head"
-    else:
-        kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
-    if kind != "MLA":
-        formula = (
-            f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
-            f"{b_text} = {fmt_int(per_token) if float(per_token).is_integer() else per_token} "
-            f"bytes per token"
-        )
     return KVCacheView(
         *args,
         ok=True,
@@ -337,12 +296,72 @@ def kv_cache_view(
         per_token_text=format_bytes(per_token),
         per_sequence_text=format_bytes(per_sequence),
         formula_text=formula,
-        mha_per_sequence=mha,
-        models=models,
+        mha_per_sequence=kv_cache_bytes(L, h, d_h, kept, b),
+        models=_model_rows(n, b, per_token),
         matches=matches,
-        window_text=window_text,
+        window_text=_window_text(window, n),
         **extra,
     )
+
+
+def _not_divisible_message(h: int, g: int) -> str:
+    """Why ``h`` query heads cannot share ``g`` KV heads, and the values of ``g`` that work."""
+    fits = divisors(h, KV_MAX_HEADS)
+    return (
+        f"{h} query heads are not divisible by {g} KV heads: each KV head must serve "
+        f"a group of the same number of query heads (query heads / KV heads must be a "
+        f"whole number). To fix it, set the KV heads to a divisor of {h} "
+        f"({join_or(fits)})."
+    )
+
+
+def _sharing(L, h, g, d_h, b, latent) -> tuple:
+    """``(kind, kind_text, per_token, formula)``: how the query heads share keys and values
+    (MHA, GQA, MQA, or MLA's latent when ``latent``), in words, the bytes cached per token, and
+    the formula that gives them."""
+    b_text = f"{b:g} byte" + ("" if b == 1 else "s")
+    if latent:
+        per_token = latent * L * b
+        per_token = int(per_token) if float(per_token).is_integer() else per_token
+        kind_text = (
+            f"MLA: one latent of {latent} numbers per token and layer, from which the keys and "
+            f"values of all {h} query heads are rebuilt (the KV-heads setting is not used)"
+        )
+        formula = (
+            f"{latent} (latent d_c + RoPE key d_h^R) \u00d7 {L} layers \u00d7 {b_text} = "
+            f"{fmt_int(per_token) if float(per_token).is_integer() else per_token} bytes per token"
+        )
+        return "MLA", kind_text, per_token, formula
+    per_token = kv_cache_bytes(L, g, d_h, 1, b)
+    kind = _kind(h, g)
+    if kind == "MHA":
+        kind_text = f"MHA: every one of the {h} query heads has its own key and value head"
+    elif kind == "MQA":
+        kind_text = f"MQA: all {h} query heads share a single key and value head"
+    else:
+        kind_text = f"GQA: {g} KV heads, each shared by a group of {h // g} query heads"
+    formula = (
+        f"2 (K and V) \u00d7 {L} layers \u00d7 {g} KV heads \u00d7 {d_h} (d_head) \u00d7 "
+        f"{b_text} = {fmt_int(per_token) if float(per_token).is_integer() else per_token} "
+        f"bytes per token"
+    )
+    return kind, kind_text, per_token, formula
+
+
+def _window_text(window: int, n: int) -> str:
+    """What a sliding window keeps of ``n`` positions (``""`` without one)."""
+    if window and window < n:
+        return (
+            f"Sliding window of {fmt_int(window)}: a rolling buffer keeps only the last "
+            f"{fmt_int(window)} of the {fmt_int(n)} positions, {n / window:.3g}\u00d7 less than "
+            f"keeping them all."
+        )
+    if window:
+        return (
+            f"Sliding window of {fmt_int(window)}: longer than the {fmt_int(n)} tokens, so "
+            f"nothing is dropped yet."
+        )
+    return ""
 
 
 def render_kv_cache_summary_html(view: KVCacheView) -> str:
@@ -404,34 +423,9 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
         f'<th scope="col" style="{tl if i < 2 else td};vertical-align:bottom">{t}</th>'
         for i, t in enumerate(headers)
     )
-    body = []
-    if view.ok:
-        body.append(
-            f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
-            f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
-            f'{view.num_heads}</td><td style="{td}">{"latent" if view.latent_dim else view.num_kv_heads}</td><td style="{td}">'
-            f'{view.d_head}</td><td style="{td}"></td>'
-            f'<td style="{td};white-space:nowrap">{view.per_token_text}</td>'
-            f'<td style="{td};white-space:nowrap">{view.per_sequence_text}</td>'
-            f'<td style="{td}"></td></tr>'
-        )
-    beyond = False
-    nowrap = ";white-space:nowrap"
-    for r in view.models:
-        kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
-        mark = ""
-        if r.context is not None and view.seq_len > r.context:
-            mark, beyond = " *", True
-        body.append(
-            f'<tr><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
-            f'<td style="{tl}">{r.kind}</td>'
-            f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
-            f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
-            f'<td style="{td}">{"" if r.context is None else fmt_int(r.context)}</td>'
-            f'<td style="{td}{nowrap}">{format_bytes(r.per_token)}</td>'
-            f'<td style="{td}{nowrap}">{format_bytes(r.per_sequence)}{mark}</td>'
-            f'<td style="{td}{nowrap}">{r.compared}</td></tr>'
-        )
+    body = [_your_row_html(view, td, tl)] if view.ok else []
+    model_rows, beyond = _models_rows_html(view, td, tl)
+    body += model_rows
     footnote = (
         " * longer than the model's context: it cannot use that many tokens." if beyond else ""
     )
@@ -469,6 +463,42 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
     )
 
 
+def _your_row_html(view: KVCacheView, td: str, tl: str) -> str:
+    """The table's first row, in bold: the settings of the sliders."""
+    return (
+        f'<tr style="font-weight:bold"><td style="{tl}">your settings</td><td style="{tl}">'
+        f'{view.kind}</td><td style="{td}">{view.num_layers}</td><td style="{td}">'
+        f'{view.num_heads}</td><td style="{td}">{"latent" if view.latent_dim else view.num_kv_heads}</td><td style="{td}">'
+        f'{view.d_head}</td><td style="{td}"></td>'
+        f'<td style="{td};white-space:nowrap">{view.per_token_text}</td>'
+        f'<td style="{td};white-space:nowrap">{view.per_sequence_text}</td>'
+        f'<td style="{td}"></td></tr>'
+    )
+
+
+def _models_rows_html(view: KVCacheView, td: str, tl: str) -> tuple[list, bool]:
+    """A row per real model, and whether any is marked as used beyond its context."""
+    rows = []
+    beyond = False
+    nowrap = ";white-space:nowrap"
+    for r in view.models:
+        kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
+        mark = ""
+        if r.context is not None and view.seq_len > r.context:
+            mark, beyond = " *", True
+        rows.append(
+            f'<tr><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
+            f'<td style="{tl}">{r.kind}</td>'
+            f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
+            f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
+            f'<td style="{td}">{"" if r.context is None else fmt_int(r.context)}</td>'
+            f'<td style="{td}{nowrap}">{format_bytes(r.per_token)}</td>'
+            f'<td style="{td}{nowrap}">{format_bytes(r.per_sequence)}{mark}</td>'
+            f'<td style="{td}{nowrap}">{r.compared}</td></tr>'
+        )
+    return rows, beyond
+
+
 def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:
     """The KV-cache explorer's output as HTML: your configuration, then the real models."""
     settings = ""
@@ -485,3 +515,247 @@ def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> st
         f'<div class="mha-kv-picture">{settings}{render_kv_cache_summary_html(view)}'
         f'<div style="height:6px"></div>{render_kv_cache_table_html(view)}</div>'
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget: layers, heads, KV heads, d_head, context, bytes
+# ---------------------------------------------------------------------------------------------
+
+
+def kv_cache_explorer(
+    num_layers: int = 80,
+    num_heads: int = 64,
+    num_kv_heads: int = 8,
+    d_head: int = 128,
+    seq_len: int = 4096,
+    bytes_per_element: float = 2,
+    latent_dim: int = 0,
+    window: int = 0,
+):
+    """Controls for layers, query heads, KV heads (MHA / GQA / MQA), d_head, context length and
+    bytes per element; shows the cache per token and per sequence, and real models' caches.
+    ``latent_dim`` > 0 caches an MLA latent of that many numbers per token and layer instead of
+    K and V heads (DeepSeek-V2: 576); ``window`` > 0 keeps only the last ``window`` positions
+    (a sliding window's rolling buffer; Mistral 7B: 4096). Both come from lesson 08.
+
+    The defaults are Llama 2 70B in fp16 (1.25 GiB at 4096 tokens).
+    """
+    return _widget_class()(
+        num_layers=num_layers,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        d_head=d_head,
+        seq_len=seq_len,
+        bytes_per_element=bytes_per_element,
+        latent_dim=latent_dim,
+        window=window,
+    )
+
+
+@lru_cache(maxsize=None)
+def _widget_class():
+    """The widget class (made on first use: importing this module does not import ipywidgets)."""
+    return live_class(KVCacheExplorer)
+
+
+class KVCacheExplorer(Explorer):
+    """Layers, query heads, KV heads, d_head, context length and bytes -> cache sizes."""
+
+    title = "KV-cache explorer"
+    kind = "kv_cache"
+
+    def __init__(
+        self,
+        num_layers=80,
+        num_heads=64,
+        num_kv_heads=8,
+        d_head=128,
+        seq_len=4096,
+        bytes_per_element=2,
+        latent_dim=0,
+        window=0,
+    ):
+        W = widgets_module()
+        self.summary = html_box()
+        self.preset, self.kind_buttons = _menus()
+        controls = _controls(
+            num_layers,
+            num_heads,
+            num_kv_heads,
+            d_head,
+            seq_len,
+            bytes_per_element,
+            latent_dim,
+            window,
+        )
+        self.models_table = html_box(width="100%")
+        self.summary.layout = W.Layout(flex="1 1 300px", min_width="0")
+        # The controls in a column beside the headline sizes; the real models below.
+        c = controls
+        left = column(
+            self.preset,
+            c["num_layers"],
+            c["num_heads"],
+            c["num_kv_heads"],
+            W.HBox([c["d_head"], c["latent_dim"]], layout=W.Layout(width=CONTROL_WIDTH)),
+            c["seq_len"],
+            W.HBox([c["bytes_per_element"], c["window"]], layout=W.Layout(width=CONTROL_WIDTH)),
+            self.kind_buttons,
+            width=CONTROL_WIDTH,
+        )
+        super().__init__(children=[row(left, self.summary), self.models_table])
+        self.add_class("mha-kv-cache-explorer")
+        self._setup(controls)
+        self.preset.observe(self._load_preset, names="value")
+        self.kind_buttons.observe(self._set_kind, names="value")
+        self.refresh()
+
+    def _load_preset(self, change):
+        cfg = MODEL_CONFIGS.get(change["new"])
+        if cfg is not None:
+            self.set_values(
+                num_layers=cfg.num_layers,
+                num_heads=cfg.num_heads,
+                # MLA has no KV heads: the slider keeps a valid value it does not use.
+                num_kv_heads=cfg.num_heads if cfg.num_kv_heads is None else cfg.num_kv_heads,
+                d_head=cfg.d_head,
+                latent_dim=cfg.kv_latent_dim or 0,
+                window=cfg.sliding_window or 0,
+            )
+        else:  # "(set by hand)" chosen: the menu goes back to a model the settings match
+            self.refresh()
+
+    def _set_kind(self, change):
+        h = self.controls["num_heads"].value
+        if change["new"] == "MLA":
+            latent = self.controls["latent_dim"].value or 576  # DeepSeek-V2's 512 + 64
+            g = self.controls["num_kv_heads"].value
+            self.set_values(latent_dim=latent, num_kv_heads=g if h % g == 0 else h)
+            return
+        g = {"MHA": h, "MQA": 1, "GQA": _gqa_kv_heads(h)}.get(change["new"])
+        if g is not None:
+            self.set_values(num_kv_heads=g, latent_dim=0)
+        else:  # GQA needs a divisor of h strictly between 1 and h; say so
+            self.refresh()
+            if change["new"] == "GQA":
+                self.summary.value = (
+                    render_message_html(
+                        f"GQA needs a number of KV heads strictly between 1 and {h} that divides "
+                        f"{h}, and {h} has none. Change the query heads first."
+                    )
+                    + self.summary.value
+                )
+
+    def _view(self, **values):
+        return kv_cache_view(**values)
+
+    def _show(self, view):
+        self.summary.value = render_kv_cache_summary_html(view)
+        table = render_kv_cache_table_html(view, max_height_vh=KV_TABLE_MAX_VH)
+        if self.models_table.value != table:
+            self.models_table.value = table
+        # Keep the sharing buttons and the model menu truthful without triggering them.
+        kind = view.kind if view.ok else None
+        if self.kind_buttons.value != kind:
+            self.kind_buttons.unobserve(self._set_kind, names="value")
+            self.kind_buttons.value = kind
+            self.kind_buttons.observe(self._set_kind, names="value")
+        choice = menu_choice(view.matches, self.preset.value)
+        if self.preset.value != choice:
+            self.preset.unobserve(self._load_preset, names="value")
+            self.preset.value = choice
+            self.preset.observe(self._load_preset, names="value")
+
+    def _show_error(self, text):
+        self.summary.value = render_message_html(text)
+
+    def _static_html(self, view):
+        return render_kv_cache_html(view)
+
+
+def _menus():
+    """The model menu ("load model": the real models' settings) and the sharing buttons (MHA,
+    GQA, MQA, MLA), both kept truthful by the explorer as the sliders move."""
+    W = widgets_module()
+    presets = [("(set by hand)", "")] + [(f"{_label(c)} ({c.kind})", c.name) for c in menu_models()]
+    preset = W.Dropdown(
+        options=presets,
+        value="",
+        description="load model",
+        style=SLIDER_STYLE,
+        layout=W.Layout(width=CONTROL_WIDTH),
+    )
+    kind_buttons = W.ToggleButtons(
+        options=["MHA", "GQA", "MQA", "MLA"],
+        value=None,
+        description="sharing",
+        style={**SLIDER_STYLE, "button_width": "56px"},
+        layout=W.Layout(width=CONTROL_WIDTH),
+        tooltips=[
+            "one KV head per query head",
+            "a few KV heads (8 when possible)",
+            "a single KV head",
+            "a compressed latent per token (DeepSeek-V2's multi-head latent attention)",
+        ],
+    )
+    kind_buttons.add_class("widget-inline-hbox")  # its label beside the buttons
+    return preset, kind_buttons
+
+
+def _controls(
+    num_layers, num_heads, num_kv_heads, d_head, seq_len, bytes_per_element, latent_dim, window
+) -> dict:
+    """The explorer's controls, by the name of the :func:`kv_cache_view` argument each sets.
+    A value that is not on a menu (a ``d_head``, a context) is added to it."""
+    W = widgets_module()
+    d_heads = sorted(set(KV_D_HEADS) | {int(d_head)})
+    contexts = sorted(set(KV_CONTEXTS) | {int(seq_len)})
+    controls = {
+        "num_layers": int_slider("layers", num_layers, 1, KV_MAX_LAYERS),
+        "num_heads": int_slider("query heads", num_heads, 1, KV_MAX_HEADS),
+        "num_kv_heads": int_slider("KV heads", num_kv_heads, 1, KV_MAX_HEADS),
+        "d_head": W.Dropdown(
+            options=d_heads,
+            value=int(d_head),
+            description="d_head",
+            style=SLIDER_STYLE,
+            layout=W.Layout(width=CONTROL_WIDTH),
+        ),
+        "seq_len": W.SelectionSlider(
+            options=contexts,
+            value=int(seq_len),
+            description="context",
+            style=SLIDER_STYLE,
+            continuous_update=True,
+            layout=W.Layout(width=CONTROL_WIDTH),
+        ),
+        "bytes_per_element": W.Dropdown(
+            options=list(KV_DTYPES),
+            value=bytes_per_element,
+            description="bytes",
+            style=SLIDER_STYLE,
+            layout=W.Layout(width=CONTROL_WIDTH),
+        ),
+        # Lesson 08: MLA's latent (d_c + d_h^R numbers per token and layer) and a
+        # sliding window. Each shares a row with a short menu (d_head, bytes), so the
+        # explorer is no taller than before and still fits a laptop screen.
+        "latent_dim": W.Dropdown(
+            options=with_value(KV_LATENTS, int(latent_dim)),
+            value=int(latent_dim),
+            description="latent",
+            style={"description_width": "44px"},
+            layout=W.Layout(width="198px"),
+        ),
+        "window": W.Dropdown(
+            options=with_value(KV_WINDOWS, int(window)),
+            value=int(window),
+            description="window",
+            style={"description_width": "50px"},
+            layout=W.Layout(width="138px"),
+        ),
+    }
+    controls["d_head"].layout.width = "140px"
+    controls["d_head"].style.description_width = "50px"
+    controls["bytes_per_element"].layout.width = "200px"
+    controls["bytes_per_element"].style.description_width = "40px"
+    return controls

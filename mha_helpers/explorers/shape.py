@@ -38,6 +38,7 @@ from .common import (
     table_style,
     weight_colour,
 )
+from .live import CONTROL_WIDTH, Explorer, column, html_box, int_slider, live_class, row
 
 #: The example sentence (lesson 02's "cats chase mice", continued); the first ``n`` words label
 #: the heatmaps.
@@ -135,6 +136,39 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
     False
     """
     d_model, h, n = int(d_model), int(h), int(n)
+    invalid = _invalid_view(d_model, h, n)
+    if invalid is not None:
+        return invalid
+    d_head = d_model // h
+    steps, weights = _run_example(d_model, h, n)
+    f = attention_flops(n, d_model, h)
+    flops = {
+        "projections": f["projections"] + f["output_projection"],
+        "attention": f["scores"] + f["weighted_sum"],
+        "total": f["total"],
+    }
+    shown = min(h, MAX_HEADS_SHOWN)
+    note = "" if shown == h else f"showing heads 0-{shown - 1} of {h}"
+    return ShapeView(
+        d_model,
+        h,
+        n,
+        True,
+        d_head,
+        f"d_head = {d_head}",
+        "",
+        steps,
+        attention_params(d_model, h),
+        flops,
+        TOKENS[:n],
+        weights[:shown],
+        note,
+    )
+
+
+def _invalid_view(d_model: int, h: int, n: int) -> ShapeView | None:
+    """The view of sliders that give no layer (too many tokens, sizes out of range, d_model
+    not divisible by h): what is wrong and what to change. None when they are valid."""
     if not (1 <= n <= N_MAX):
         return ShapeView(
             d_model,
@@ -167,6 +201,12 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
             _not_divisible_message(d_model, h),
         )
 
+    return None
+
+
+def _run_example(d_model: int, h: int, n: int) -> tuple[tuple, np.ndarray]:
+    """Run the seeded example through the layer: the shape after every step, and each head's
+    attention weights ``(h, n, n)``."""
     d_head = d_model // h
     x_all, *w_all = _example_weights()
     # Views, not copies: the weights are (d_model, d_model) corners of the seeded matrices,
@@ -207,34 +247,7 @@ def shape_view(d_model: int, h: int, n: int) -> ShapeView:
         ShapeStep("concatenate the heads", "merge_heads(out)", "(n, h * d_head)", concat.shape),
         ShapeStep("output projection: concat W_O", "concat @ w_o", "(n, d_model)", y.shape),
     )
-    f = attention_flops(n, d_model, h)
-    flops = {
-        "projections": f["projections"] + f["output_projection"],
-        "attention": f["scores"] + f["weighted_sum"],
-        "total": f["total"],
-    }
-    shown = min(h, MAX_HEADS_SHOWN)
-    note = "" if shown == h else f"showing heads 0-{shown - 1} of {h}"
-    return ShapeView(
-        d_model,
-        h,
-        n,
-        True,
-        d_head,
-        f"d_head = {d_head}",
-        "",
-        steps,
-        attention_params(d_model, h),
-        flops,
-        TOKENS[:n],
-        weights[:shown],
-        note,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# HTML, piece by piece (the live widget places each piece; the picture joins them)
-# ---------------------------------------------------------------------------------------------
+    return steps, weights
 
 
 def render_d_head_html(view: ShapeView) -> str:
@@ -425,3 +438,90 @@ def render_shape_html(view: ShapeView) -> str:
         + (top + '<div style="height:8px"></div>' + bottom if view.ok else "")
         + "</div>"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget: sliders d_model, h and n
+# ---------------------------------------------------------------------------------------------
+
+
+def shape_explorer(d_model: int = 8, h: int = 2, n: int = 3):
+    """Sliders ``d_model``, ``h`` and ``n``; shows d_head, every shape, the parameter count, the
+    FLOPs and per-head heatmaps of a seeded example. Returns the widget (display it by making it
+    the last expression of a cell).
+
+    The defaults are the course's example, whose sizes are all different so no shape can be
+    misread: x is (3, 8), each head's Q is (2, 3, 4) and its scores are (2, 3, 3).
+
+    ``explorer.controls["h"].value = 3`` moves a slider from code; ``explorer.view`` is the
+    :class:`ShapeView` currently shown.
+    """
+    return _widget_class()(d_model=d_model, h=h, n=n)
+
+
+@lru_cache(maxsize=None)
+def _widget_class():
+    """The widget class (made on first use: importing this module does not import ipywidgets)."""
+    return live_class(ShapeExplorer)
+
+
+class ShapeExplorer(Explorer):
+    """Sliders d_model, h, n; shows d_head, the message, shapes and counts, heatmaps."""
+
+    title = "Shape explorer"
+    kind = "shape"
+
+    def __init__(self, d_model=8, h=2, n=3):
+        self.d_head_label = html_box()
+        self.message = html_box()
+        self.counts = html_box()  # parameters and FLOPs
+        self.diagram = html_box(flex="1 1 300px", min_width="0")  # redrawn as the sliders move
+        self.body = html_box(flex="0 1 auto", margin="0 24px 8px 0")  # the shape table
+        self.heatmaps = html_box(flex="1 1 250px", min_width="0")
+        controls = {
+            "d_model": int_slider(
+                "d_model",
+                d_model,
+                D_MODEL_MIN,
+                D_MODEL_MAX,
+                D_MODEL_STEP,
+                "model width: features per token",
+            ),
+            "h": int_slider("h", h, 1, H_MAX, 1, "number of heads"),
+            "n": int_slider("n", n, N_MIN, N_MAX, 1, "number of tokens"),
+        }
+        # Sliders, d_head and the counts in a column beside the diagram; the shape table
+        # beside the heatmaps below (each pair one above the other in a narrow window).
+        left = column(
+            *controls.values(),
+            self.d_head_label,
+            self.message,
+            self.counts,
+            width=CONTROL_WIDTH,
+        )
+        super().__init__(children=[row(left, self.diagram), row(self.body, self.heatmaps)])
+        self.add_class("mha-shape-explorer")
+        self._setup(controls)
+        self.refresh()
+
+    def _view(self, d_model, h, n):
+        return shape_view(d_model, h, n)
+
+    def _show(self, view):
+        # Set only what changed: each assignment is one message to the browser.
+        for child, value in (
+            (self.d_head_label, render_d_head_html(view)),
+            (self.message, render_message_html(view.message)),
+            (self.counts, render_counts_html(view)),
+            (self.diagram, render_diagram_html(view, max_height_vh=DIAGRAM_MAX_VH)),
+            (self.body, render_shape_table_html(view)),
+            (self.heatmaps, render_heatmaps_html(view, scroll=True)),
+        ):
+            if child.value != value:
+                child.value = value
+
+    def _show_error(self, text):
+        self.message.value = render_message_html(text)
+
+    def _static_html(self, view):
+        return render_shape_html(view)

@@ -1,29 +1,28 @@
-"""The course folder an instructor command works on, and its question banks.
+"""The course folder an instructor command works on: where its solutions, banks, exercises and
+self-check data are (never what is in them).
 
 Every instructor command (``release``, ``check-solutions``, ``grade``, ``execute``) works on the
 course in front of the instructor, never on the folder the package happens to be installed in:
 ``--course DIR`` when given, else the nearest folder, from the current directory upwards, that
 has a ``solutions/`` folder with ``banks/`` in it. With an editable install, a regular install
-or a copied course folder the result is the same.
+or a copied course folder the result is the same. The grading sandbox asks too: it never mounts
+the course around the current directory.
 
-The banks (``solutions/banks/bank_NN.py``) hold the reference answers. They are imported here,
-in the instructor's own process, as the package ``mha_course_banks``; student code never
-sees them (the grading sandbox does not mount ``solutions/``).
+This module only finds folders. The question banks in ``solutions/banks/`` hold the reference
+answers and are imported by :mod:`.classroom.banks` alone, in the instructor's own process.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import pkgutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Course", "CourseNotFound", "find_course", "load_banks", "PACKAGE_DIR"]
+__all__ = ["Course", "CourseNotFound", "find_course", "PACKAGE_DIR", "SELFCHECK_DATA"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the installed mha_helpers package
-BANKS_PACKAGE = "mha_course_banks"
+# Where the self-check data sits inside a copy of the helper package (``selfcheck/data/``):
+# release writes it there, the wheel ships it, the sandbox hides it.
+SELFCHECK_DATA = Path("grading", "selfcheck", "data")
 
 
 class CourseNotFound(Exception):
@@ -57,7 +56,7 @@ class Course:
 
     @property
     def data(self) -> Path:
-        return self.package / "grading" / "data"
+        return self.package / SELFCHECK_DATA
 
 
 def _is_course(folder: Path) -> bool:
@@ -86,38 +85,3 @@ def find_course(course=None, start=None) -> Course:
         "it. Run the command inside the course folder (the one with solutions/), or pass "
         "--course DIR."
     )
-
-
-_loaded_from: Path | None = None
-
-
-def load_banks(course: Course | None = None) -> dict:
-    """Import the course's question banks (once per course folder); return the registry."""
-    global _loaded_from
-    from . import questions
-
-    course = course or find_course()
-    folder = course.banks.resolve()
-    if _loaded_from == folder:
-        return questions.REGISTRY
-    # Another course's banks (tests grade copies of the course): forget the old ones.
-    for name in [m for m in sys.modules if m == BANKS_PACKAGE or m.startswith(BANKS_PACKAGE + ".")]:
-        del sys.modules[name]
-    questions.REGISTRY.clear()
-    init = folder / "__init__.py"
-    spec = importlib.util.spec_from_file_location(
-        BANKS_PACKAGE, init if init.exists() else None, submodule_search_locations=[str(folder)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[BANKS_PACKAGE] = module
-    if init.exists():
-        spec.loader.exec_module(module)
-    try:
-        for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda i: i.name):
-            if info.name.startswith("bank_"):
-                importlib.import_module(f"{BANKS_PACKAGE}.{info.name}")
-    except BaseException:
-        questions.REGISTRY.clear()
-        raise
-    _loaded_from = folder
-    return questions.REGISTRY

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from mha_helpers import multi_head_attention
-from mha_helpers.grading.questions import Mistake, Question, register
+from mha_helpers.grading import Mistake, Question, register
 
 from .bank_01 import (
     MASK_AFTER_SOFTMAX_HINT,

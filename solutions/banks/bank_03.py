@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mha_helpers.grading.questions import Mistake, Question, register
+from mha_helpers.grading import Mistake, Question, register
 
 from .bank_02 import (
     BARE_MERGE_HINT,

@@ -11,7 +11,7 @@ Lesson: ``notebooks/04_cost.ipynb``. Five questions, 12 points, 10 of them grade
 
 from __future__ import annotations
 
-from mha_helpers.grading.questions import Mistake, Question, register
+from mha_helpers.grading import Mistake, Question, register
 
 ASSIGNMENT = "04_cost"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from mha_helpers.attention import causal_mask
-from mha_helpers.grading.questions import Mistake, Question, register
+from mha_helpers.grading import Mistake, Question, register
 
 ASSIGNMENT = "06_what_heads_learn"
 

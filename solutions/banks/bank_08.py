@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mha_helpers.grading.questions import Mistake, Question, register
+from mha_helpers.grading import Mistake, Question, register
 
 ASSIGNMENT = "08_attention_at_scale"
 

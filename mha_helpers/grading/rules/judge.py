@@ -1,7 +1,7 @@
 """The verdict on one answer: the single rule book the self-check and the grader both use.
 
 Neither side runs reference code here. The caller supplies what the answer did on each case
-(:class:`~.watch.CaseResult`) and what was expected:
+(:class:`~.cases.CaseResult`) and what was expected:
 
 * the **self-check** takes the expected outputs, and each classic mistake's outputs, from the
   data ``mha-course release`` generated (public cases only);
@@ -29,10 +29,14 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cases import NO_OUTPUT
 from .compare import difference
+from .outcome import base_verdict, not_attempted
+from .recorded import recorded_verdict
 
 __all__ = [
     "question_meta",
@@ -41,26 +45,12 @@ __all__ = [
     "value_hashes",
     "value_hashes_near",
     "value_info",
-    "NO_OUTPUT",
     "helper_message",
-    "not_attempted",
-    "not_callable",
-    "public_cases",
-    "expected_outputs",
     "answer_type",
-    "case_traits",
     "error_hint",
     "differential",
     "TRAITS",
 ]
-
-
-class _NoOutput:
-    def __repr__(self):
-        return "<no output>"
-
-
-NO_OUTPUT = _NoOutput()  # a classic mistake that raised on this case
 
 
 def question_meta(q) -> dict:
@@ -85,42 +75,6 @@ def answer_type(q) -> str:
     ``extra={"answer_type": ...}``, ``""`` otherwise. Function questions need no flag: the type
     is inferred from the expected output (a boolean array, or an int)."""
     return str((getattr(q, "extra", None) or {}).get("answer_type") or "")
-
-
-def case_traits(q, cases) -> list:
-    """The names of the properties each case has (see :data:`TRAITS`), from the bank's
-    ``traits`` function (``[]`` when the question has none)."""
-    fn = getattr(q, "traits", None)
-    if fn is None:
-        return []
-    return [sorted(str(t) for t in fn(*c)) for c in cases]
-
-
-def _base(meta) -> dict:
-    return {
-        "grade_id": meta["grade_id"],
-        "status": "failed",
-        "points": 0.0,
-        "max_points": float(meta["points"]),
-        "message": "",
-        "hint": "",
-        "case": None,
-        "public": True,
-        "expected": None,
-        "actual": None,
-    }
-
-
-def not_attempted(meta) -> dict:
-    return _base(meta) | {"status": "not-attempted", "message": "not attempted yet"}
-
-
-def not_callable(meta, type_name: str) -> dict:
-    return _base(meta) | {
-        "status": "error",
-        "message": f"expected a function, got {type_name}",
-        "hint": "pass the function itself, without calling it: check(id, my_function)",
-    }
 
 
 def helper_message(names) -> str:
@@ -442,147 +396,156 @@ def function_verdict(
     named as that mistake); otherwise, when one property separates the cases it gets right
     from those it gets wrong, the verdict says which.
     """
-    r = _base(meta)
     if helpers:
+        r = base_verdict(meta)
         r.update(message=helper_message(helpers), hint="")
         r["helpers"] = list(helpers)
         return r
+    scan = _scan_cases(meta, results, expected, n_public)
+    if scan.stop is not None:
+        return scan.stop
+    if scan.first is None and scan.type_note is None:
+        return base_verdict(meta) | {"status": "passed", "points": float(meta["points"])}
+    if scan.first is None:  # right values, wrong type
+        i, problem = scan.type_note
+        public = i < n_public
+        r = base_verdict(meta)
+        r.update(case=i, public=public, hint="", message=f"{_case_name(i, public)}: {problem}")
+        return r
+    return _wrong_values(meta, scan, results, expected, mistakes, n_public, traits)
+
+
+def _case_name(i: int, public: bool) -> str:
+    """How a verdict names case ``i``: by number when public, never when hidden."""
+    return f"case {i + 1}" if public else "one of the grader's hidden cases"
+
+
+@dataclass
+class _Scan:
+    """What the answer did over the cases, as :func:`function_verdict` needs it."""
+
+    stop: dict | None = None  # the verdict, when a case stopped the answer (see _stopped_at)
+    first: tuple | None = None  # (case, Difference) of the first case with wrong values
+    type_note: tuple | None = None  # (case, problem) of the first case with a wrong type
+    passed: list = field(default_factory=list)  # per case compared: right or not
+    complete: bool = True  # every case up to the end (or to a raise) was seen
+
+
+def _scan_cases(meta: dict, results: list, expected: list, n_public: int) -> _Scan:
+    """Walk the cases in order: stop at a case the answer did not get through (no result, a
+    raise, an input changed in place, ``None``) unless an earlier case already had wrong
+    values; otherwise compare every case's value and type."""
     rtol, atol = meta["rtol"], meta["atol"]
-    answer_type = meta.get("answer_type", "")
-    first = None  # (case, difference) of the first wrong case
-    type_note = None
-    passed = []
-    complete = True
+    scan = _Scan()
     for i, want in enumerate(expected):
         public = i < n_public
-        where = f"case {i + 1}" if public else "one of the grader's hidden cases"
         res = results[i] if i < len(results) else None
-        if first is not None and (
+        if scan.first is not None and (
             res is None or res.raised or res.mutated or (res.value is None and want is not None)
         ):
             # report the earlier wrong case; a raise here still counts for recognising a
             # mistake that raises here too
-            complete = res is not None and bool(res.raised) and not res.mutated
+            scan.complete = res is not None and bool(res.raised) and not res.mutated
             break
-        if i >= len(results) or results[i] is None:
-            r.update(
+        if res is None:
+            scan.stop = base_verdict(meta)
+            scan.stop.update(
                 status="error",
                 case=i,
                 public=public,
                 hint=meta["hint"],
-                message=f"no result for {where} (the answer stopped before it)",
+                message=f"no result for {_case_name(i, public)} (the answer stopped before it)",
             )
-            return r
-        res = results[i]
-        if res.raised:
-            kind, text = res.raised
-            if kind == "NotImplementedError":
-                return not_attempted(meta)
-            shown = f"{kind}: {text}" if public else kind
-            message = f"{where} raised {shown}"
-            located = _location_text(getattr(res, "where", None)) if public else ""
-            if located:
-                message += f"\n  {located}"
-            r.update(
-                status="error",
-                case=i,
-                public=public,
-                hint=error_hint(kind, text, public) or meta["hint"],
-                message=message,
-            )
-            if public:
-                r["where"] = getattr(res, "where", None)
-            return r
-        if res.mutated:
-            names = ", ".join(f"`{n}`" for n in res.mutated)
-            r.update(
-                case=i,
-                public=public,
-                hint="",
-                message=f"your function changes its input {names} in place, so the caller's "
-                f"array is different afterwards (the next cell would see the change). "
-                f"Work on a copy (for example `w = w.copy()`) or build a new array.",
-            )
-            return r
-        if res.value is None and want is not None:
-            r.update(
-                case=i,
-                public=public,
-                hint="",
-                message="your function returned None: did you forget `return`?",
-            )
-            return r
+            return scan
+        scan.stop = _stopped_at(meta, i, res, want, public)
+        if scan.stop is not None:
+            return scan
         diff = difference(want, res.value, rtol, atol)
-        passed.append(diff is None)
-        if type_note is None:
-            problem = _type_problem(want, res.value, answer_type, public)
+        scan.passed.append(diff is None)
+        if scan.type_note is None:
+            problem = _type_problem(want, res.value, meta.get("answer_type", ""), public)
             if problem:
-                type_note = (i, problem)
-        if diff is not None and first is None:
-            first = (i, diff)
-    if first is None and type_note is None:
-        r.update(status="passed", points=float(meta["points"]))
+                scan.type_note = (i, problem)
+        if diff is not None and scan.first is None:
+            scan.first = (i, diff)
+    return scan
+
+
+def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
+    """The verdict when case ``i`` stops the answer: it raised (the release's stub raises
+    ``NotImplementedError``: not attempted), changed an input in place, or returned ``None``
+    where a value was expected. ``None`` when the case went through."""
+    where = _case_name(i, public)
+    r = base_verdict(meta)
+    if res.raised:
+        kind, text = res.raised
+        if kind == "NotImplementedError":
+            return not_attempted(meta)
+        shown = f"{kind}: {text}" if public else kind
+        message = f"{where} raised {shown}"
+        located = _location_text(getattr(res, "where", None)) if public else ""
+        if located:
+            message += f"\n  {located}"
+        r.update(
+            status="error",
+            case=i,
+            public=public,
+            hint=error_hint(kind, text, public) or meta["hint"],
+            message=message,
+        )
+        if public:
+            r["where"] = getattr(res, "where", None)
         return r
-    if first is None:  # right values, wrong type
-        i, problem = type_note
-        public = i < n_public
-        where = f"case {i + 1}" if public else "one of the grader's hidden cases"
-        r.update(case=i, public=public, hint="", message=f"{where}: {problem}")
+    if res.mutated:
+        names = ", ".join(f"`{n}`" for n in res.mutated)
+        r.update(
+            case=i,
+            public=public,
+            hint="",
+            message=f"your function changes its input {names} in place, so the caller's "
+            f"array is different afterwards (the next cell would see the change). "
+            f"Work on a copy (for example `w = w.copy()`) or build a new array.",
+        )
         return r
-    i, diff = first
-    public = i < n_public
-    where = f"case {i + 1}" if public else "one of the grader's hidden cases"
-    hint, named = meta["hint"], None
+    if res.value is None and want is not None:
+        r.update(
+            case=i,
+            public=public,
+            hint="",
+            message="your function returned None: did you forget `return`?",
+        )
+        return r
+    return None
+
+
+def _which_mistake(meta: dict, results: list, mistakes: list, n_cases: int, complete: bool):
+    """``(hint, name)`` of the classic mistake the answer matches on every case it was run on
+    (``(the question's hint, None)`` when none does, or when the cases were not all seen)."""
     for j, m in enumerate(meta["mistakes"] if complete else ()):
-        if _matches_mistake(j, results, mistakes, len(expected), rtol, atol):
-            hint, named = m["hint"], m["name"]
-            break
-    diagnosis = differential(traits or [], passed)
+        if _matches_mistake(j, results, mistakes, n_cases, meta["rtol"], meta["atol"]):
+            return m["hint"], m["name"]
+    return meta["hint"], None
+
+
+def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, traits) -> dict:
+    """The verdict on an answer with wrong values: the first wrong case, the classic mistake
+    it matches, else the property of the cases that separates right from wrong."""
+    i, diff = scan.first
+    public = i < n_public
+    hint, named = _which_mistake(meta, results, mistakes, len(expected), scan.complete)
+    diagnosis = differential(traits or [], scan.passed)
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
-    message = f"{where}: {diff if public else diff.generic}"
-    if type_note is not None:  # say it too, in a few words (the hint is about the values)
-        message += "; also, " + type_note[1].split(". ", 1)[0].replace("your answer", "it", 1)
+    message = f"{_case_name(i, public)}: {diff if public else diff.generic}"
+    if scan.type_note is not None:  # say it too, in a few words (the hint is about the values)
+        message += "; also, " + scan.type_note[1].split(". ", 1)[0].replace("your answer", "it", 1)
+    r = base_verdict(meta)
     r.update(case=i, public=public, hint=hint, message=message)
     r["mistake"] = named
     r["diagnosis"] = diagnosis
     if public:
         r.update(expected=expected[i], actual=results[i].value)
     return r
-
-
-def public_cases(q) -> list:
-    """The public cases of a function question (the same every time: the self-check's)."""
-    return list(q.cases(np.random.default_rng(q.public_seed)))
-
-
-def expected_outputs(q, cases) -> tuple[list, list]:
-    """What the reference returns on each case, and what each classic mistake returns
-    (:data:`NO_OUTPUT` where a mistake raises). Runs the question bank's code: only ever in the
-    instructor's process (release, grader, tests), never where student code runs."""
-    import warnings
-
-    from .watch import copy_args
-
-    def run(fn, args):
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*copy_args(args))
-
-    expected = [run(q.reference, c) for c in cases]
-    mistakes = []
-    for c in cases:
-        row = []
-        for m in q.mistakes:
-            if not callable(m.answer):
-                row.append(m.answer)
-                continue
-            try:
-                row.append(run(m.answer, c))
-            except Exception:
-                row.append(NO_OUTPUT)
-        mistakes.append(row)
-    return expected, mistakes
 
 
 # --- value questions ------------------------------------------------------------------------
@@ -743,12 +706,10 @@ def value_info(grade_id: str, expected) -> dict:
 def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     """Judge a value answer from the expected value's :func:`value_info` and the classic
     mistakes' hashes (``mistake_hashes[j]`` belongs to ``meta["mistakes"][j]``)."""
-    r = _base(meta)
+    r = base_verdict(meta)
     if actual is None or actual is Ellipsis:
         return not_attempted(meta)
     if info.get("recorded"):  # a copy for graded work: the form only (see recorded.py)
-        from .recorded import recorded_verdict
-
         return recorded_verdict(meta, info, actual)
     gid = meta["grade_id"]
     got = value_hashes(gid, actual)

@@ -19,7 +19,9 @@ a wrong value) and the hint to show when the learner's answer matches it. That i
 feedback says "you split heads with a bare reshape" instead of only "wrong".
 
 Banks of questions live in the course's ``solutions/banks/bank_<lesson>.py`` (instructor-only:
-they hold the reference answers) and are imported by :func:`load_banks`.
+they hold the reference answers). Each calls :func:`register`; they are imported by
+:func:`mha_helpers.grading.classroom.banks.load_banks` in the instructor's process, never here
+(this module imports nothing of the course's).
 """
 
 from __future__ import annotations
@@ -27,15 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = [
-    "Question",
-    "Mistake",
-    "register",
-    "get_question",
-    "questions_for",
-    "load_banks",
-    "REGISTRY",
-]
+__all__ = ["Question", "Mistake", "register", "REGISTRY"]
 
 
 @dataclass(frozen=True)
@@ -68,9 +62,9 @@ class Question:
     # in the self-check and in the grader alike.
     forbidden: tuple = ()
     extra: dict = field(default_factory=dict)
-    # ``traits(*case) -> names`` of the properties a case has (``mha_helpers.grading.judge.TRAITS``:
-    # "several heads", "mask", "rectangular", "batch", ...), so the verdict can say which
-    # property breaks an answer ("right with one head, wrong with several heads").
+    # ``traits(*case) -> names`` of the properties a case has (``rules.judge.TRAITS``: "several
+    # heads", "mask", "rectangular", "batch", ...), so the verdict can say which property breaks
+    # an answer ("right with one head, wrong with several heads").
     traits: Callable | None = None
 
     def __post_init__(self):
@@ -90,29 +84,3 @@ def register(question: Question) -> Question:
         raise ValueError(f"grade_id {question.grade_id!r} is used by two assignments")
     REGISTRY[question.grade_id] = question
     return question
-
-
-def load_banks(course=None) -> dict[str, Question]:
-    """Import the banks of a course (default: the course folder around the current directory)
-    and return the registry. See :mod:`mha_helpers.grading.course`."""
-    from .course import load_banks as _load
-
-    return _load(course)
-
-
-def get_question(grade_id: str) -> Question:
-    """The question with this grade_id, from the loaded (or the current) course's banks."""
-    if not REGISTRY:
-        load_banks()
-    try:
-        return REGISTRY[grade_id]
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY)) or "none"
-        raise KeyError(f"no question with grade_id {grade_id!r}; known: {known}") from None
-
-
-def questions_for(assignment: str) -> list[Question]:
-    """The questions of one assignment, in registration order."""
-    if not REGISTRY:
-        load_banks()
-    return [q for q in REGISTRY.values() if q.assignment == assignment]

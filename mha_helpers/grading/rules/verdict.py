@@ -1,4 +1,4 @@
-"""Verdict: from the sandbox's (untrusted) report to one gradebook row, in the grader's process.
+"""Verdicts from the rules: each question's record in the sandbox's (untrusted) report, judged.
 
 The report says what the learner's program did: which cells raised, and what each answer
 returned on each case. Nothing in it is believed beyond its shape: it is validated against a
@@ -11,49 +11,25 @@ here with a fresh seed, so a program cannot know what to claim except by computi
 from __future__ import annotations
 
 from . import codec
+from .cases import CaseResult, case_traits
 from .judge import (
-    case_traits,
     function_verdict,
-    not_attempted,
-    not_callable,
     question_meta,
     value_hashes,
     value_info,
     value_verdict,
 )
-from .program import written_answered
-from .watch import CaseResult
+from .outcome import not_attempted, not_callable
 
 __all__ = [
     "answer_results",
     "question_verdict",
     "written_verdict",
     "BadReport",
-    "STATUSES",
-    "RUN_STATUS_ORDER",
+    "written_answered",
 ]
 
-# Row statuses, with what each means (the instructor guide lists them too).
-STATUSES = {
-    "ok": "graded normally",
-    "flagged": "graded, but the sandbox's report was malformed (tampered with?): the affected "
-    "questions score 0 (see notes)",
-    "kernel-died": "the program died in a step (os._exit, a signal, a crash); that step was "
-    "skipped and the rest graded",
-    "timeout": "a cell, a function call or the whole notebook ran out of time",
-    "memory": "a cell or function call ran out of memory",
-    "superseded": "another copy of this assignment from the same student counts (see notes)",
-    "refused": "not graded: a symbolic link, or an unsafe or unreadable archive (see notes)",
-    "unknown-assignment": "no assignment of the course matches this notebook",
-    "not-a-notebook": "JSON, but not a Jupyter notebook (or a folder)",
-    "not-json": "not readable as JSON (or not UTF-8)",
-    "empty": "an empty file",
-    "too-large": "larger than the size limit; not opened",
-    "old-format": "a notebook format that could not be converted",
-    "missing": "no submission for this assignment (see notes)",
-    "grader-error": "the grader itself failed on this submission (a bug: please report it)",
-}
-RUN_STATUS_ORDER = ["flagged", "kernel-died", "timeout", "memory", "ok"]
+WRITTEN_STUB = "YOUR ANSWER HERE"  # what the release puts in a written answer's cell
 
 
 class BadReport(ValueError):
@@ -190,3 +166,11 @@ def written_verdict(q, text) -> dict:
         "points": None,
         "message": "to be graded by your instructor",
     }
+
+
+def written_answered(text: str | None) -> bool:
+    """True when a written answer holds more than the release's placeholder."""
+    if text is None:
+        return False
+    body = text.replace(WRITTEN_STUB, "").strip()
+    return bool(body)

@@ -1,13 +1,13 @@
 """The grading runner: runs ONE learner's program and reports what it did, as plain JSON.
 
 This is the only grading code that runs in the same process as student code, so nothing here
-is trusted by the grader. It is started inside the sandbox (:mod:`.sandbox`) by the grader, or
+is trusted by the grader. It is started inside the sandbox (:mod:`..bubblewrap`) by the grader, or
 directly by ``mha-course validate`` on a learner's own machine. It never sees the submission
 file, the question banks or the self-check data (the sandbox does not mount them): the job on
 stdin holds the program (the course's cells with the learner's in place) and the arguments of
 the cases, and nothing about the expected results.
 
-Protocol. Job: one JSON document on stdin (:mod:`.codec`). Report: lines on the original
+Protocol. Job: one JSON document on stdin (:mod:`...rules.codec`). Report: lines on the original
 stdout, which is saved before any student code runs (fds 1 and 2 then point at /dev/null and
 ``print`` goes to a counting sink): ``step cell 3`` / ``step eval q03_x`` before each step, so the
 grader can tell which step a dead run was in, and a last line ``result {...}``. Student code
@@ -114,15 +114,9 @@ def _global_names(obj, depth=0) -> set:
 
 
 def main(argv=None) -> int:
-    from . import codec
+    from ...rules import codec
 
-    report = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    os.close(null)
-    sink = CountingSink()
-    sys.stdout = sys.stderr = sink
+    report, sink = _take_stdout()
 
     def step(text):
         report.write(f"step {text}\n")
@@ -130,8 +124,59 @@ def main(argv=None) -> int:
     job = codec.loads(sys.stdin.buffer.read())
     sys.stdin.close()
     _set_limits(job)
-    mpl_dir, cache = os.environ.get("MPLCONFIGDIR"), job.get("mpl_cache")
-    if mpl_dir and cache and os.path.isdir(cache):  # matplotlib's font list, built once per batch
+    _copy_font_cache(job.get("mpl_cache"))
+
+    import numpy  # noqa: F401  (imported before student code, as the course cells will)
+
+    shell, restore_shell = _new_shell()
+    from .watch import run_cases  # bound here, before any student code runs
+
+    signal.signal(signal.SIGALRM, _on_alarm)
+    cell_timeout = max(1, int(round(float(job.get("cell_timeout", 10)))))
+    t_ready = time.time()
+    cells, defined_by = _run_cells(shell, job["cells"], cell_timeout, step, restore_shell)
+    t_cells = time.time()
+    answers = {}
+    budget = [int(job.get("max_elements", 2_000_000))]
+    for spec in job["questions"]:
+        step(f"eval {spec['grade_id']}")
+        answers[spec["grade_id"]] = _answer(
+            spec, shell.user_ns, defined_by, cell_timeout, budget, codec, run_cases
+        )
+    t_eval = time.time()
+    result = {
+        "cells": cells,
+        "answers": answers,
+        "output_chars": sink.written,
+        "defined_by": {k: v for k, v in list(defined_by.items())[:500]},
+        "times": {"start": T_START, "ready": t_ready, "cells_done": t_cells, "eval_done": t_eval},
+    }
+    try:
+        text = codec.dumps(result)
+    except (TypeError, ValueError):
+        text = codec.dumps({"cells": cells, "answers": {}, "output_chars": 0})
+    report.write("result " + text + "\n")
+    report.flush()
+    os._exit(0)  # skip interpreter teardown: nothing the student left behind runs at exit
+
+
+def _take_stdout():
+    """The report channel: the original stdout, saved before any student code runs. File
+    descriptors 1 and 2 then point at /dev/null and ``print`` goes to a counting sink."""
+    report = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    sink = CountingSink()
+    sys.stdout = sys.stderr = sink
+    return report, sink
+
+
+def _copy_font_cache(cache) -> None:
+    """Start from matplotlib's font list, built once per batch outside the sandbox."""
+    mpl_dir = os.environ.get("MPLCONFIGDIR")
+    if mpl_dir and cache and os.path.isdir(cache):
         import shutil
 
         os.makedirs(mpl_dir, exist_ok=True)
@@ -141,11 +186,13 @@ def main(argv=None) -> int:
             except OSError:
                 pass
 
-    import numpy  # noqa: F401  (imported before student code, as the course cells will)
+
+def _new_shell():
+    """An IPython shell without history or colours, and the function that undoes the input
+    transformers and event hooks a cell installed, so the next cell runs as written (a
+    learner's transformer cannot rewrite the course's cells)."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
-
-    from .watch import run_cases
 
     cfg = Config()
     cfg.HistoryManager.enabled = False
@@ -164,8 +211,6 @@ def main(argv=None) -> int:
     }
 
     def restore_shell():
-        """Undo input transformers and event hooks a cell installed, so the next cell runs as
-        written (a learner's transformer cannot rewrite the course's cells)."""
         shell.input_transformers_cleanup[:] = snapshot["cleanup"]
         itm.cleanup_transforms[:] = snapshot["itm_cleanup"]
         itm.line_transforms[:] = snapshot["itm_line"]
@@ -175,16 +220,17 @@ def main(argv=None) -> int:
         for k, v in snapshot["events"].items():
             shell.events.callbacks[k] = list(v)
 
-    signal.signal(signal.SIGALRM, _on_alarm)
-    cell_timeout = max(1, int(round(float(job.get("cell_timeout", 10)))))
-    t_ready = time.time()
+    return shell, restore_shell
+
+
+def _run_cells(shell, cells: list, cell_timeout: int, step, restore_shell) -> tuple[list, dict]:
+    """Run the program's cells in order, each with a time limit: a record per cell (its error,
+    whether it ran out of time) and which cell last defined each new global name."""
     user_ns = shell.user_ns
     baseline = set(user_ns)
     defined_by: dict = {}
-
-    # --- run the cells -----------------------------------------------------------------------
-    cells = []
-    for i, cell in enumerate(job["cells"]):
+    records = []
+    for i, cell in enumerate(cells):
         step(f"cell {i}")
         restore_shell()
         record = {"error": None, "timeout": False}
@@ -212,10 +258,14 @@ def main(argv=None) -> int:
                     defined_by[name] = i
         except Exception:
             pass
-        cells.append(record)
-    t_cells = time.time()
+        records.append(record)
+    return records, defined_by
 
-    # --- call the answers on the cases -----------------------------------------------------
+
+def _answer(spec, user_ns, defined_by, cell_timeout: int, budget, codec, run_cases) -> dict:
+    """One question's record: evaluate the check cell's expression, then, for a function,
+    call it on the cases (each call with a time limit); what it returned, encoded."""
+
     def timed_call(fn, args):
         signal.alarm(cell_timeout)
         try:
@@ -223,67 +273,46 @@ def main(argv=None) -> int:
         finally:
             signal.alarm(0)
 
-    answers = {}
-    budget = [int(job.get("max_elements", 2_000_000))]
-    for spec in job["questions"]:
-        gid = spec["grade_id"]
-        step(f"eval {gid}")
-        rec = {"status": "ok"}
+    rec = {"status": "ok"}
+    try:
+        signal.alarm(cell_timeout)
         try:
-            signal.alarm(cell_timeout)
-            try:
-                obj = eval(spec["expr"], user_ns)  # the template's expression, e.g. a name
-            except NameError as exc:
-                rec.update(status="undefined", error=_error(exc))
-                obj = None
-            finally:
-                signal.alarm(0)
-            uses = sorted(n for n in _global_names(obj) if n in defined_by)[:50]
-            rec["uses"] = {n: defined_by[n] for n in uses}
-            if rec["status"] != "ok":
-                pass
-            elif spec["kind"] == "value":
-                rec["value"] = codec.encode(obj, budget, max_string=1000)
-            elif obj is None:
-                rec["status"] = "none"
-            elif not callable(obj):
-                rec.update(status="not-callable", type=type(obj).__name__[:80])
-            else:
-                cases = [tuple(codec.decode(c)) for c in spec["cases"]]
-                results, helpers = run_cases(obj, cases, spec.get("forbidden", ()), call=timed_call)
-                rec["helpers"] = helpers
-                rec["results"] = [
-                    {
-                        "value": codec.encode(r.value, budget, max_string=1000),
-                        "raised": list(r.raised) if r.raised else None,
-                        "mutated": r.mutated,
-                        "where": r.where,
-                    }
-                    for r in results
-                ]
-        except CellTimeout:
-            rec["status"] = "timeout"
-        except BaseException as exc:
-            rec.update(status="error", error=_error(exc))
+            obj = eval(spec["expr"], user_ns)  # the template's expression, e.g. a name
+        except NameError as exc:
+            rec.update(status="undefined", error=_error(exc))
+            obj = None
         finally:
             signal.alarm(0)
-        answers[gid] = rec
-    t_eval = time.time()
-
-    result = {
-        "cells": cells,
-        "answers": answers,
-        "output_chars": sink.written,
-        "defined_by": {k: v for k, v in list(defined_by.items())[:500]},
-        "times": {"start": T_START, "ready": t_ready, "cells_done": t_cells, "eval_done": t_eval},
-    }
-    try:
-        text = codec.dumps(result)
-    except (TypeError, ValueError):
-        text = codec.dumps({"cells": cells, "answers": {}, "output_chars": 0})
-    report.write("result " + text + "\n")
-    report.flush()
-    os._exit(0)  # skip interpreter teardown: nothing the student left behind runs at exit
+        uses = sorted(n for n in _global_names(obj) if n in defined_by)[:50]
+        rec["uses"] = {n: defined_by[n] for n in uses}
+        if rec["status"] != "ok":
+            pass
+        elif spec["kind"] == "value":
+            rec["value"] = codec.encode(obj, budget, max_string=1000)
+        elif obj is None:
+            rec["status"] = "none"
+        elif not callable(obj):
+            rec.update(status="not-callable", type=type(obj).__name__[:80])
+        else:
+            cases = [tuple(codec.decode(c)) for c in spec["cases"]]
+            results, helpers = run_cases(obj, cases, spec.get("forbidden", ()), call=timed_call)
+            rec["helpers"] = helpers
+            rec["results"] = [
+                {
+                    "value": codec.encode(r.value, budget, max_string=1000),
+                    "raised": list(r.raised) if r.raised else None,
+                    "mutated": r.mutated,
+                    "where": r.where,
+                }
+                for r in results
+            ]
+    except CellTimeout:
+        rec["status"] = "timeout"
+    except BaseException as exc:
+        rec.update(status="error", error=_error(exc))
+    finally:
+        signal.alarm(0)
+    return rec
 
 
 if __name__ == "__main__":

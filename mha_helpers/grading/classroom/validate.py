@@ -2,7 +2,7 @@
 
 The grader does not run the learner's notebook as it stands in their session: it starts a fresh
 process, runs the released exercise's own cells with the learner's answer cells, and the cells
-they added, in place (:mod:`.program`), then calls the answers on test cases. Validate does the
+they added, in place (:mod:`..sandbox.program`), then calls the answers on test cases. Validate does the
 same on the learner's machine, with the public cases from the self-check data, and prints per
 question the verdict, plus warnings about what could differ from the learner's session:
 
@@ -24,12 +24,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import codec, sandbox
-from .check import NoData, _decode_mistakes, assignment_data, data_meta
+from ..rules import codec
+from ..rules.judge import function_verdict, value_verdict
+from ..rules.outcome import not_attempted, not_callable
+from ..rules.verdict import BadReport, answer_results, written_answered
+from ..sandbox import bubblewrap
+from ..sandbox.program import SourceTooLarge, build_program, notebook_cells
+from ..selfcheck.check import NoData, assignment_data, data_meta, decode_mistakes
 from .collect import Rejected, read_notebook
-from .judge import function_verdict, not_attempted, not_callable, value_verdict
-from .program import SourceTooLarge, build_program, notebook_cells, written_answered
-from .verdict import BadReport, answer_results
 
 __all__ = ["validate_notebook", "validate_command"]
 
@@ -45,12 +47,12 @@ class Unsafe(Exception):
 def isolation_for(path) -> bool:
     """True to run ``path`` in the sandbox; False to run it unisolated (allowed only for the
     caller's own notebook outside any course folder). Raises :class:`Unsafe` otherwise."""
-    if sandbox.probe() is None:
+    if bubblewrap.probe() is None:
         return True
     path = Path(path)
     reasons = []
     try:
-        from .course import find_course
+        from ..course import find_course
 
         root = find_course(start=path.resolve().parent).root
         reasons.append(f"it is inside the course folder {root}")
@@ -65,7 +67,7 @@ def isolation_for(path) -> bool:
     if reasons:
         raise Unsafe(
             f"refusing to run it: {' and '.join(reasons)}, and no sandbox can be made here "
-            f"({sandbox.probe()}). Its code would run with your permissions. Install "
+            f"({bubblewrap.probe()}). Its code would run with your permissions. Install "
             "bubblewrap so that validate runs it in the grading sandbox, or copy the notebook "
             "into a folder of your own outside the course"
         )
@@ -89,7 +91,20 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
     if how:
         notes.append(how)
     program = build_program(data["template"], notebook_cells(nb))
-    warnings = [n for n in notes]
+    out = bubblewrap.run(
+        _job(data, program, timeout),
+        bubblewrap.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
+        isolate=isolate,
+        mpl_cache=bubblewrap.warm_matplotlib() if isolate else None,
+    )
+    report = out.report or {}
+    warnings = list(notes) + _run_warnings(out, report, program)
+    verdicts = _verdicts(data, program, report, warnings)
+    return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
+
+
+def _job(data: dict, program, timeout: float) -> dict:
+    """The job the grader would send, with the public cases from the self-check data."""
     exprs = data["template"]["exprs"]
     questions = [q for q in data["questions"] if q["kind"] != "manual" and q["grade_id"] in exprs]
     specs = []
@@ -98,18 +113,17 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
         if q["kind"] == "function":
             spec.update(cases=q["public"]["cases"], forbidden=q["forbidden"])
         specs.append(spec)
-    job = {
+    return {
         "cells": [{"source": c["source"]} for c in program.cells],
         "questions": specs,
         "cell_timeout": max(5.0, timeout / 4),
     }
-    out = sandbox.run(
-        job,
-        sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout) + 5),
-        isolate=isolate,
-        mpl_cache=sandbox.warm_matplotlib() if isolate else None,
-    )
-    report = out.report or {}
+
+
+def _run_warnings(out, report: dict, program) -> list:
+    """What could differ from the learner's session: a run that did not finish, the cells they
+    added, and the cells that raised."""
+    warnings = []
     if not report:
         warnings.append(
             f"the notebook did not run to the end ({out.reason}"
@@ -125,6 +139,12 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
                 f"{program.cells[i]['label']} raised {err.get('type')}: "
                 f"{str(err.get('message'))[:160]}"
             )
+    return warnings
+
+
+def _verdicts(data: dict, program, report: dict, warnings: list) -> list:
+    """Each question's verdict on the public cases; a warning (added to ``warnings``) for each
+    answer that reads a name defined in a cell the learner added or in another answer cell."""
     answers = report.get("answers", {})
     verdicts = []
     for q in data["questions"]:
@@ -155,14 +175,14 @@ def validate_notebook(path, timeout: float = 120.0) -> dict:
                         f"{gid} uses `{name}`, defined in {cell['label']}: keep that "
                         "cell in the notebook (the grader runs it too)"
                     )
-    return {"assignment": assignment, "verdicts": verdicts, "warnings": warnings}
+    return verdicts
 
 
 def identify_assignment(nb: dict) -> tuple[str | None, str | None]:
     """The exercise a notebook is, as the grader finds it: its metadata, else the answer cells'
     ``grade_id``s (an editor may drop notebook metadata). Returns ``(assignment, how)``;
     ``how`` is None when the metadata said it, an explanation otherwise."""
-    from .check import DATA_DIR
+    from ..selfcheck.check import DATA_DIR
 
     md = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
     course = md.get("mha_course") if isinstance(md.get("mha_course"), dict) else {}
@@ -217,7 +237,7 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
         meta,
         results,
         expected,
-        _decode_mistakes(pub["mistakes"]),
+        decode_mistakes(pub["mistakes"]),
         len(expected),
         helpers,
         pub.get("traits"),

@@ -1,6 +1,6 @@
 """The operating-system sandbox that student code runs in, and the channel back out of it.
 
-Each submission's program runs in :mod:`.runner` inside bubblewrap (``bwrap``, the sandbox
+Each submission's program runs in :mod:`.inside.runner` inside bubblewrap (``bwrap``, the sandbox
 Flatpak uses). What each layer guarantees (the instructor guide's threat model says the same,
 and what each does not):
 
@@ -29,7 +29,7 @@ and what each does not):
   everything in it), besides bubblewrap's own process group.
 
 The report comes back on the sandbox's stdout, read here with a size cap and a deadline; it is
-untrusted data (see :mod:`.verdict`). Where no sandbox can be made (no ``bwrap``, macOS, a
+untrusted data (see :mod:`.report_schema`). Where no sandbox can be made (no ``bwrap``, macOS, a
 container without user namespaces), :func:`probe` says why and grading refuses to run unless
 the instructor passes ``--unsafe-no-sandbox``, which runs the same runner as a plain
 subprocess with the same rlimits (and says so on every row).
@@ -38,25 +38,23 @@ subprocess with the same rlimits (and says so on every row).
 from __future__ import annotations
 
 import atexit
-import itertools
-import json
 import os
 import platform
-import selectors
 import shutil
 import signal
 import site
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import codec
-from .course import PACKAGE_DIR
+from ..course import PACKAGE_DIR, SELFCHECK_DATA
+from ..rules import codec
+from . import cgroups, process
+from .limits import Limits
 from .seccomp import seccomp_program
 
 __all__ = [
@@ -68,8 +66,7 @@ __all__ = [
     "SANDBOX_HELP",
     "BWRAP_FAILED_HELP",
     "warm_matplotlib",
-    "accounting",
-    "kill_all",
+    "layout",
 ]
 
 INNER_PACKAGE_ROOT = "/course"  # the helper package appears as /course/mha_helpers
@@ -108,18 +105,6 @@ trust."""
 
 
 @dataclass
-class Limits:
-    memory_bytes: int = 2 * 2**30
-    cpu_seconds: int = 65
-    file_bytes: int = 32 * 2**20  # any one file the program writes
-    tmp_bytes: int = 64 * 2**20  # all of /sandbox together
-    wall_seconds: float = 60.0
-    report_bytes: int = 16 * 2**20
-    pids: int = 16  # processes and threads in the cgroup (bwrap, its init, the runner)
-    cgroup_memory_bytes: int | None = None  # default: memory_bytes + tmp_bytes
-
-
-@dataclass
 class Outcome:
     report: dict | None = None  # the parsed ``result`` line (still untrusted)
     steps: list = field(default_factory=list)  # the ``step`` lines, in order
@@ -153,7 +138,7 @@ def _protected() -> list[Path]:
         except OSError:
             pass
     try:
-        from .course import find_course
+        from ..course import find_course
 
         out.append(find_course(None).root.resolve())
     except Exception:
@@ -203,6 +188,25 @@ def _names_course(path: Path, markers: list[str]) -> bool:
 @lru_cache(maxsize=None)
 def layout() -> Layout:
     """Work out, once per process, what the sandbox mounts for this interpreter."""
+    stage = _stage()
+    protected = _protected()
+    markers = [str(p) for p in protected if p != Path("/")]
+    prefix = Path(sys.prefix).resolve()
+    venv = prefix if (prefix / "pyvenv.cfg").is_file() and sys.prefix != sys.base_prefix else None
+    python = _python_inside(stage, venv)
+    sites = _site_dirs()
+    mounts, pythonpath, problems = _installation_mounts(venv, sites, protected)
+    hidden = _files_naming_the_course(sites, markers, venv)
+    emptied = []
+    data_dir = PACKAGE_DIR / SELFCHECK_DATA
+    if data_dir.is_dir() and any(_inside(data_dir.resolve(), Path(s)) for s, _ in mounts):
+        emptied.append(_seen_at(data_dir.resolve(), venv))  # a regular install's self-check data
+    return Layout(stage, mounts, hidden, emptied, python, pythonpath, problems)
+
+
+def _stage() -> Path:
+    """A private folder, removed at exit: a copy of the helper package without its self-check
+    data (mounted at ``/course/mha_helpers``) and an empty file (to cover files with)."""
     stage = Path(tempfile.mkdtemp(prefix="mha-grade-stage-"))
     atexit.register(shutil.rmtree, stage, True)
     shutil.copytree(
@@ -211,33 +215,42 @@ def layout() -> Layout:
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "data"),
     )
     (stage / "empty").write_bytes(b"")
-    protected = _protected()
-    markers = [str(p) for p in protected if p != Path("/")]
-    mounts, hidden, emptied, problems = [], [], [], []
-    prefix = Path(sys.prefix).resolve()
-    venv = prefix if (prefix / "pyvenv.cfg").is_file() and sys.prefix != sys.base_prefix else None
+    return stage
 
-    def dest(p: Path) -> str:
-        if venv is not None and _inside(p, venv):
-            return INNER_VENV + str(p)[len(str(venv)) :]
-        return str(p)
 
+def _seen_at(p: Path, venv: Path | None) -> str:
+    """Where a file of the installation appears inside (a venv is mounted at ``/venv``)."""
+    if venv is not None and _inside(p, venv):
+        return INNER_VENV + str(p)[len(str(venv)) :]
+    return str(p)
+
+
+def _python_inside(stage: Path, venv: Path | None) -> str:
+    """The interpreter as seen inside. A venv gets a cleaned ``pyvenv.cfg`` in ``stage`` (only
+    the keys the interpreter needs, none that names a folder outside)."""
+    if venv is None:
+        return os.path.realpath(sys.executable)
+    kept = []
+    for line in (venv / "pyvenv.cfg").read_text(errors="replace").splitlines():
+        key = line.split("=", 1)[0].strip().lower()
+        if key in ("home", "include-system-site-packages", "version", "version_info"):
+            kept.append(line)
+    (stage / "pyvenv.cfg").write_text("\n".join(kept) + "\n")
+    exe = Path(sys.executable)
+    return (
+        INNER_VENV + str(exe)[len(sys.prefix) :]
+        if str(exe).startswith(sys.prefix.rstrip("/") + "/")
+        else f"{INNER_VENV}/bin/python3"
+    )
+
+
+def _installation_mounts(venv: Path | None, sites: list, protected: list) -> tuple:
+    """``(mounts, pythonpath, problems)``: the read-only mounts of the Python installation
+    (a venv at ``/venv``, anything else at its own path; none that holds a protected folder,
+    none inside another), what the inside's ``PYTHONPATH`` lists, and what was not mounted."""
+    mounts, problems = [], []
     if venv is not None:
         mounts.append((str(venv), INNER_VENV))
-        kept = []
-        for line in (venv / "pyvenv.cfg").read_text(errors="replace").splitlines():
-            key = line.split("=", 1)[0].strip().lower()
-            if key in ("home", "include-system-site-packages", "version", "version_info"):
-                kept.append(line)
-        (stage / "pyvenv.cfg").write_text("\n".join(kept) + "\n")
-        exe = Path(sys.executable)
-        python = (
-            INNER_VENV + str(exe)[len(sys.prefix) :]
-            if str(exe).startswith(sys.prefix.rstrip("/") + "/")
-            else f"{INNER_VENV}/bin/python3"
-        )
-    else:
-        python = os.path.realpath(sys.executable)
     candidates = [
         sys.base_prefix,
         sys.base_exec_prefix,
@@ -245,7 +258,6 @@ def layout() -> Layout:
     ]
     if venv is None:
         candidates += [sys.prefix, sys.exec_prefix]
-    sites = _site_dirs()
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     pythonpath = [INNER_PACKAGE_ROOT]
     for p in candidates + [str(s) for s in sites]:
@@ -268,8 +280,14 @@ def layout() -> Layout:
             _inside(Path(src), Path(s)) and dst == d + src[len(s) :] for s, d in kept_mounts
         ):
             kept_mounts.append((src, dst))
-    # Files of the installation that name the course folder (an editable install's hook, the
-    # path it was installed from): hidden, so nothing inside shows where the course lives.
+    return kept_mounts, pythonpath, problems
+
+
+def _files_naming_the_course(sites: list, markers: list, venv: Path | None) -> list:
+    """Files of the installation that name the course folder (an editable install's hook, the
+    path it was installed from), as seen inside: hidden, so nothing inside shows where the
+    course lives."""
+    hidden = []
     for sdir in sites:
         try:
             entries = list(os.scandir(sdir))
@@ -278,18 +296,15 @@ def layout() -> Layout:
         for e in entries:
             path = Path(e.path)
             if e.name.startswith("__editable__") and e.is_file():
-                hidden.append(dest(path))  # an editable install's hook: it names the course
+                hidden.append(_seen_at(path, venv))  # an editable install's hook
             elif e.name.endswith((".pth", ".egg-link")):
                 if e.is_file() and _names_course(path, markers):
-                    hidden.append(dest(path))
+                    hidden.append(_seen_at(path, venv))
             elif e.name.endswith(".dist-info") and e.is_dir():
                 direct = path / "direct_url.json"
                 if direct.is_file() and _names_course(direct, markers):
-                    hidden.append(dest(direct))
-    data_dir = PACKAGE_DIR / "grading" / "data"
-    if data_dir.is_dir() and any(_inside(data_dir.resolve(), Path(s)) for s, _ in kept_mounts):
-        emptied.append(dest(data_dir.resolve()))  # a regular install: its self-check data
-    return Layout(stage, kept_mounts, hidden, emptied, python, pythonpath, problems)
+                    hidden.append(_seen_at(direct, venv))
+    return hidden
 
 
 def _system_args() -> list[str]:
@@ -370,278 +385,6 @@ def _inner_env(writable: str, package_root: str) -> dict:
     }
 
 
-# --- cgroups ---------------------------------------------------------------------------------
-
-
-def _mounts_of(fstype: str) -> list[tuple[str, set]]:
-    """(mount point, super options) of every mount of ``fstype`` (``cgroup`` or ``cgroup2``)."""
-    out = []
-    try:
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                left, _, right = line.partition(" - ")
-                parts, rparts = left.split(), right.split()
-                if len(parts) > 4 and len(rparts) > 2 and rparts[0] == fstype:
-                    out.append((parts[4].replace("\\040", " "), set(rparts[2].split(","))))
-    except OSError:
-        pass
-    return out
-
-
-def _own_cgroups() -> dict:
-    """{controller or "" for v2: path} from /proc/self/cgroup."""
-    out = {}
-    try:
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _, controllers, path = line.rstrip("\n").split(":", 2)
-                for c in controllers.split(",") if controllers else [""]:
-                    out[c] = path
-    except (OSError, ValueError):
-        pass
-    return out
-
-
-def _write(path: Path, text: str) -> None:
-    with open(path, "w") as f:
-        f.write(text)
-
-
-class Cgroup:
-    """One sandbox's cgroup (v2: one folder; v1: one folder per controller)."""
-
-    def __init__(self, kind: str, folders: list[Path]):
-        self.kind, self.folders = kind, folders
-
-    def procs_files(self) -> list[str]:
-        return [str(f / "cgroup.procs") for f in self.folders]
-
-    def kill(self) -> None:
-        first = self.folders[0]
-        if self.kind == "v2" and (first / "cgroup.kill").exists():
-            try:
-                _write(first / "cgroup.kill", "1")
-                return
-            except OSError:
-                pass
-        for _ in range(50):  # nothing inside can create processes, so this converges
-            pids = set()
-            for f in self.procs_files():
-                try:
-                    pids |= {int(x) for x in Path(f).read_text().split()}
-                except (OSError, ValueError):
-                    pass
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
-
-    def remove(self, tries: int = 20) -> bool:
-        """Remove the folders (once their processes are gone); False when one is still busy,
-        in which case it is kept for a later sweep (:func:`_sweep`)."""
-        left = []
-        for folder in self.folders:
-            for attempt in range(tries):
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    if attempt + 1 == tries:
-                        left.append(folder)
-                    else:
-                        time.sleep(0.01)
-        if left:
-            with _STALE_LOCK:
-                _STALE.append(Cgroup(self.kind, left))
-        return not left
-
-
-_STALE: list = []  # cgroups whose processes were still exiting when their run ended
-_STALE_LOCK = threading.Lock()
-
-
-def _sweep(bases=()) -> None:
-    """Remove cgroups left behind: this process's (their processes have exited by now) and
-    those of graders that are no longer running (a grader killed with SIGKILL)."""
-    with _STALE_LOCK:
-        stale, _STALE[:] = list(_STALE), []
-    for cg in stale:
-        cg.kill()
-        cg.remove(tries=1)
-    for base in bases:
-        try:
-            entries = list(os.scandir(base))
-        except OSError:
-            continue
-        for e in entries:
-            parts = e.name.split("-")
-            if len(parts) != 4 or parts[:2] != ["mha", "grade"] or not parts[2].isdigit():
-                continue
-            pid = int(parts[2])
-            if pid == os.getpid() or os.path.exists(f"/proc/{pid}"):
-                continue  # ours (handled above) or a grader still running
-            try:
-                os.rmdir(e.path)
-            except OSError:
-                pass
-
-
-_COUNTER = itertools.count()
-
-
-def _parents() -> tuple[str, list[Path]] | None:
-    """Where this process may make cgroups, and of which kind, or None."""
-    own = _own_cgroups()
-    for mnt, _ in _mounts_of("cgroup2"):
-        base = Path(mnt + own.get("", "/").rstrip("/")) if "" in own else None
-        if base is None or not base.is_dir():
-            continue
-        try:
-            controllers = set((base / "cgroup.controllers").read_text().split())
-            if not {"memory", "pids"} <= controllers:
-                continue
-            enabled = set((base / "cgroup.subtree_control").read_text().split())
-            if not {"memory", "pids"} <= enabled:
-                _write(base / "cgroup.subtree_control", "+memory +pids")
-            return "v2", [base]
-        except OSError:
-            continue
-    folders = []
-    v1 = _mounts_of("cgroup")
-    for controller in ("memory", "pids"):
-        mnt = next((m for m, opts in v1 if controller in opts), None)
-        if mnt is None:
-            return None
-        path = own.get(controller, "/")
-        base = Path(mnt + path.rstrip("/"))
-        folders.append(base if base.is_dir() else Path(mnt))
-    return "v1", folders
-
-
-def _make_cgroup(parents, limits: Limits) -> Cgroup | None:
-    kind, bases = parents
-    if _STALE:
-        _sweep()
-    name = f"mha-grade-{os.getpid()}-{next(_COUNTER)}"
-    made: list[Path] = []
-    try:
-        for base in bases:
-            folder = base / name
-            folder.mkdir()
-            made.append(folder)
-        memory = str(int(limits.cgroup_memory_bytes or limits.memory_bytes + limits.tmp_bytes))
-        if kind == "v2":
-            _write(made[0] / "memory.max", memory)
-            if (made[0] / "memory.swap.max").exists():
-                _write(made[0] / "memory.swap.max", "0")
-            _write(made[0] / "pids.max", str(limits.pids))
-        else:
-            _write(made[0] / "memory.limit_in_bytes", memory)
-            try:
-                _write(made[0] / "memory.memsw.limit_in_bytes", memory)
-            except OSError:
-                pass  # no swap accounting on this kernel
-            _write(made[1] / "pids.max", str(limits.pids))
-    except OSError:
-        Cgroup(kind, made).remove()
-        return None
-    return Cgroup(kind, made)
-
-
-@lru_cache(maxsize=None)
-def _cgroup_parents():
-    """Detect once whether sandboxes get cgroups here: make one, move a process into it."""
-    parents = _parents()
-    if parents is None:
-        return None
-    _sweep(parents[1])
-    cg = _make_cgroup(parents, Limits())
-    if cg is None:
-        return None
-    try:
-        proc = subprocess.run(
-            ["/bin/sh", "-c", _ENTER, "sh", *cg.procs_files(), "--", "/bin/true"],
-            capture_output=True,
-            timeout=10,
-        )
-        ok = proc.returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    cg.kill()
-    cg.remove()
-    return parents if ok else None
-
-
-# Moves the shell into each cgroup given before "--", then becomes the command after it.
-_ENTER = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
-
-
-def accounting() -> str:
-    """How the sandbox's memory is accounted here: "cgroup v2", "cgroup v1" or "rlimits"."""
-    if not sys.platform.startswith("linux"):
-        return "rlimits"
-    parents = _cgroup_parents()
-    return f"cgroup {parents[0]}" if parents else "rlimits"
-
-
-# --- ending sandboxes ------------------------------------------------------------------------
-
-_LIVE: dict = {}
-_LIVE_LOCK = threading.Lock()
-_CLOSING = threading.Event()
-
-
-class _Handle:
-    """Everything needed to end one running sandbox, whatever its inside did."""
-
-    def __init__(self, proc, cgroup: Cgroup | None):
-        self.proc, self.cgroup, self.pidfd = proc, cgroup, None
-
-    def kill(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.kill()
-        if self.pidfd is not None:  # the sandbox's PID 1: its namespace dies with it
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
-        if self.cgroup is not None:
-            self.cgroup.remove()
-
-
-def kill_all() -> None:
-    """End every running sandbox now and start no new one (the grader is exiting)."""
-    _CLOSING.set()
-    with _LIVE_LOCK:
-        handles = list(_LIVE.values())
-    for h in handles:
-        h.kill()
-    if _STALE:
-        _sweep()
-
-
-atexit.register(kill_all)
-try:  # before the interpreter waits for worker threads, which may be inside a sandbox
-    threading._register_atexit(kill_all)
-except (AttributeError, RuntimeError):
-    pass
-
-
 @lru_cache(maxsize=None)
 def _probe() -> tuple[str, str] | None:
     if not sys.platform.startswith("linux"):
@@ -681,7 +424,6 @@ def sandbox_help(reason: str | None = None) -> str:
 
 
 # --- running ---------------------------------------------------------------------------------
-# --- running ---------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=None)
@@ -707,118 +449,6 @@ def warm_matplotlib() -> str | None:
     return folder
 
 
-def _run_process(
-    argv, stdin: bytes, limits: Limits, pass_fds=(), env=None, cwd=None, cgroup=None, info_r=None
-):
-    """Run, feed stdin, read stdout/stderr with caps until exit or the deadline, then end
-    everything the run started (see :class:`_Handle`).
-    Returns ``(returncode or None on timeout, stdout, stderr, reason)``."""
-    if cgroup is not None:
-        argv = ["/bin/sh", "-c", _ENTER, "sh", *cgroup.procs_files(), "--", *argv]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=pass_fds,
-            close_fds=True,
-            start_new_session=True,
-            cwd=cwd,
-            env=env if env is not None else _outer_env(),
-        )
-    except OSError as exc:
-        return None, b"", str(exc).encode(), f"could not start: {exc}"
-    handle = _Handle(proc, cgroup)
-    key = id(handle)
-    with _LIVE_LOCK:
-        _LIVE[key] = handle
-    if _CLOSING.is_set():
-        handle.kill()
-    deadline = time.monotonic() + limits.wall_seconds
-    caps = {proc.stdout: limits.report_bytes, proc.stderr: 64 * 1024}
-    chunks = {proc.stdout: [], proc.stderr: []}
-    sizes = {proc.stdout: 0, proc.stderr: 0}
-    info = bytearray()
-    reason = ""
-    try:
-        try:
-            proc.stdin.write(stdin)
-        except (BrokenPipeError, OSError):
-            pass
-        finally:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-        sel = selectors.DefaultSelector()
-        for f in (proc.stdout, proc.stderr):
-            os.set_blocking(f.fileno(), False)
-            sel.register(f, selectors.EVENT_READ)
-        if info_r is not None:
-            os.set_blocking(info_r, False)
-            sel.register(info_r, selectors.EVENT_READ)
-        while any(k.fileobj is not info_r for k in sel.get_map().values()):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                reason = "timeout"
-                break
-            for key_, _ in sel.select(timeout=min(left, 1.0)):
-                f = key_.fileobj
-                fd = f if isinstance(f, int) else f.fileno()
-                try:
-                    data = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                if f is info_r:
-                    info += data[:4096]
-                    if not data or len(info) >= 4096:
-                        sel.unregister(f)
-                        handle.pidfd = _pidfd_from_info(bytes(info))
-                    continue
-                if not data:
-                    sel.unregister(f)
-                    continue
-                if sizes[f] < caps[f]:
-                    chunks[f].append(data[: caps[f] - sizes[f]])
-                sizes[f] += len(data)
-        if handle.pidfd is None and info:
-            handle.pidfd = _pidfd_from_info(bytes(info))
-        sel.close()
-    finally:
-        handle.kill()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        for f in (proc.stdout, proc.stderr):
-            f.close()
-        with _LIVE_LOCK:
-            _LIVE.pop(key, None)
-        handle.close()
-    if sizes[proc.stdout] > caps[proc.stdout]:
-        reason = reason or "report too large"
-    rc = None if reason == "timeout" else proc.returncode
-    if cgroup is not None and rc == 125 and not chunks[proc.stdout]:
-        reason = reason or "could not enter the sandbox's cgroup"
-    return rc, b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr]), reason
-
-
-def _pidfd_from_info(info: bytes):
-    """A pidfd of the sandbox's PID 1 from bwrap's ``--info-fd`` JSON (taken while the sandbox
-    runs, so a recycled PID can never be signalled by mistake), or None."""
-    try:
-        pid = int(json.loads(info.decode("utf-8", "replace").strip() or "{}")["child-pid"])
-        return os.pidfd_open(pid)
-    except (ValueError, KeyError, TypeError, OSError, AttributeError):
-        return None
-
-
-def _outer_env() -> dict:
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-
-
 def run(
     job: dict, limits: Limits, isolate: bool = True, mpl_cache: str | None = None, _probe_only=False
 ) -> Outcome:
@@ -835,8 +465,8 @@ def run(
     if _probe_only:
         inner = ["-c", 'print(\'result {"probe": "sandbox works"}\')']
     else:
-        inner = ["-m", "mha_helpers.grading.runner"]
-    if _CLOSING.is_set():
+        inner = ["-m", "mha_helpers.grading.sandbox.inside.runner"]
+    if process.closing():
         rc, stdout, stderr, reason = None, b"", b"", "the grader is stopping"
     elif isolate:
         program = seccomp_filter()
@@ -849,10 +479,10 @@ def run(
             fds.remove(w)
             info_r, info_w = os.pipe()
             fds += [info_r, info_w]
-            parents = None if _probe_only else _cgroup_parents()
-            cgroup = _make_cgroup(parents, limits) if parents else None
+            parents = None if _probe_only else cgroups.cgroup_parents()
+            cgroup = cgroups.make_cgroup(parents, limits) if parents else None
             argv = _bwrap_args(limits, mpl_cache, r, info_w) + [layout().python, *inner]
-            rc, stdout, stderr, reason = _run_process(
+            rc, stdout, stderr, reason = process.run_process(
                 argv, payload, limits, (r, info_w), cgroup=cgroup, info_r=info_r
             )
         finally:
@@ -867,7 +497,7 @@ def run(
                 os.mkdir(os.path.join(tmp, sub))
             env = _inner_env(tmp, str(PACKAGE_DIR.parent))
             env["PATH"] = os.environ.get("PATH", env["PATH"])
-            rc, stdout, stderr, reason = _run_process(
+            rc, stdout, stderr, reason = process.run_process(
                 [sys.executable, *inner], payload, limits, (), env, cwd=os.path.join(tmp, "work")
             )
     out.end = time.time()

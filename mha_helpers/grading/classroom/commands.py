@@ -1,9 +1,10 @@
-"""The instructor's commands: ``mha-course grade`` and ``mha-course check-solutions``.
+"""The instructor's commands: ``mha-course grade``, ``check-solutions`` and ``export``.
 
 They parse nothing themselves (see :mod:`mha_helpers.cli`); they check the usage, grade with
-:mod:`.grader`, merge into the gradebook and write feedback with :mod:`.gradebook`, print a
-summary and return the exit status: 0 when every row is ok, 1 when something needs a look, 2
-for a usage error (in which case nothing is written).
+:mod:`.grade`, merge into the gradebook with :mod:`.gradebook`, write feedback with
+:mod:`.feedback` and LMS files with :mod:`.lms`, print a summary and return the exit status: 0
+when every row is ok, 1 when something needs a look, 2 for a usage error (in which case nothing
+is written).
 """
 
 from __future__ import annotations
@@ -12,13 +13,19 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import sandbox
-from .collect import Submission, collect, normalise_name
-from .course import Course, find_course
-from .grader import Options, grade_submissions, load_templates, row_key
-from .untrusted import clean_text, safe_console
+from ..course import Course, find_course
+from ..sandbox import bubblewrap, process
+from . import feedback
+from . import gradebook as gb
+from .assignments import load_templates
+from .collect import Submission, collect
+from .grade import Options, grade_submissions
+from .lms import Roster, RosterError, export_canvas, export_moodle, read_roster
+from .row import row_key
+from .untrusted import clean_text, normalise_name, safe_console
 
 __all__ = ["grade_command", "check_solutions"]
 
@@ -37,111 +44,148 @@ def grade_command(args) -> int:
                 pass
 
 
+@dataclass
+class _Setup:
+    """What ``mha-course grade`` works with once its usage is checked."""
+
+    course: Course
+    paths: list
+    roster: Roster | None
+    out: Path
+    old_columns: list  # the existing gradebook's (empty when there is none)
+    old_records: list
+    isolate: bool
+    late_factor: float | None  # as given (None: the gradebook's, if it has one)
+
+
 def _grade_command(args) -> int:
-    from . import gradebook as gb
-    from .lms import RosterError, read_roster
-
     safe_console()  # a name the terminal cannot show is escaped, never an error
-
-    def usage(message):
-        print(f"mha-course grade: {message}", file=sys.stderr)
+    setup = _setup(args)
+    if isinstance(setup, str):
+        print(f"mha-course grade: {setup}", file=sys.stderr)
         return 2
+    if setup.paths and setup.isolate:
+        reason = bubblewrap.probe()
+        if reason:
+            print(bubblewrap.sandbox_help(reason), file=sys.stderr)
+            return 2
+    templates = load_templates(setup.course)
+    manual_ids = {
+        a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
+        for a, t in templates.items()
+    }
+    t0 = time.perf_counter()
+    rows, layouts, expected = _graded_rows(setup, templates, args)
+    records, counts = _merged_records(setup, rows, templates, expected, manual_ids)
+    problems: list = []
+    merged = 0
+    changed: set = set()
+    if args.manual:
+        merged, problems, changed = gb.apply_manual(records, args.manual, manual_ids)
+    _sync_rows(rows, records, templates)
+    _write_gradebook(records, setup, templates, counts)
+    unwritten = _write_feedback(args, rows, records, changed, manual_ids)
+    _print_summary(args, setup, rows, layouts, templates, time.perf_counter() - t0)
+    if args.manual:
+        print(f"manual scores: {merged} merged from {args.manual}")
+        for p in problems:
+            print(f"  not merged: {p}")
+    bad = _print_rows_to_look_at(rows)
+    return 1 if bad or problems or unwritten else 0
 
+
+def _setup(args) -> _Setup | str:
+    """Check the usage before anything is graded or written: the course, the paths, the
+    manual scores, the late factor, the roster and an existing gradebook. Returns what to say
+    when something is wrong."""
     try:
         course = find_course(getattr(args, "course", None))
     except Exception as exc:
-        return usage(str(exc))
+        return str(exc)
     paths = list(args.paths or [])
     if not paths and not args.manual:
-        return usage("give the submissions to grade (folders, notebooks or zips)")
+        return "give the submissions to grade (folders, notebooks or zips)"
     missing = [str(p) for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
     if missing:
-        return usage(f"no such file or folder: {', '.join(missing)} (nothing was written)")
+        return f"no such file or folder: {', '.join(missing)} (nothing was written)"
     if args.manual and not Path(args.manual).is_file():
-        return usage(f"--manual {args.manual}: no such file (nothing was written)")
+        return f"--manual {args.manual}: no such file (nothing was written)"
     late_factor = getattr(args, "late_factor", None)
     if late_factor is not None and not (0 <= late_factor <= 1):
-        return usage(
-            f"--late-factor {late_factor:g}: give a factor from 0 to 1 (nothing was written)"
-        )
+        return f"--late-factor {late_factor:g}: give a factor from 0 to 1 (nothing was written)"
     roster = None
     if getattr(args, "roster", None):
         try:
             roster = read_roster(args.roster)
         except RosterError as exc:
-            return usage(f"--roster: {exc} (nothing was written)")
+            return f"--roster: {exc} (nothing was written)"
     out = Path(args.out)
     old_columns, old_records = [], []
     if out.exists():
         try:
             old_columns, old_records = gb.read_gradebook(out)
         except (ValueError, OSError, UnicodeDecodeError) as exc:
-            return usage(f"--out {out}: {exc}; choose another file (nothing was written)")
+            return f"--out {out}: {exc}; choose another file (nothing was written)"
     isolate = not getattr(args, "unsafe_no_sandbox", False)
-    if paths and isolate:
-        reason = sandbox.probe()
-        if reason:
-            print(sandbox.sandbox_help(reason), file=sys.stderr)
-            return 2
-    templates = load_templates(course)
-    t0 = time.perf_counter()
-    rows: list = []
-    layouts: list = []
-    expected_assignments: set = set()
-    if paths:
-        collection = collect(paths)
-        layouts = collection.layouts
-        subs = collection.submissions
-        if roster is not None:
-            apply_roster(subs, roster)
-        picks = {
-            (normalise_name(r["student_id"]).casefold(), r["assignment"]): r.get("file", "")
-            for r in old_records
-            if "picked by the instructor" in r.get("notes", "")
-        }
-        try:
-            opts = Options(timeout=args.timeout, isolate=isolate)
-            rows = grade_submissions(
-                subs,
-                templates,
-                args.jobs,
-                opts,
-                getattr(args, "seed", None),
-                progress=True,
-                picks=picks,
-            )
-        finally:
-            collection.close()
-        extra, expected_assignments = expected_missing(rows, subs, templates)
-        rows = [r for r in rows if r["status"] != "superseded"] + extra
-        if roster is not None:  # the roster gives every student's missing rows by assignment
-            rows = [
-                r
-                for r in rows
-                if not (
-                    r["status"] == "missing"
-                    and not r["assignment"]
-                    and roster.find(r["student_id"])
-                )
-            ]
-    manual_ids = {
-        a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
-        for a, t in templates.items()
+    return _Setup(course, paths, roster, out, old_columns, old_records, isolate, late_factor)
+
+
+def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]:
+    """Collect and grade the submissions: the counted rows (a ``missing`` row where a download
+    lacks a student's notebook), the layouts found, and the assignments the downloads are for."""
+    if not setup.paths:
+        return [], [], set()
+    collection = collect(setup.paths)
+    subs = collection.submissions
+    if setup.roster is not None:
+        apply_roster(subs, setup.roster)
+    picks = {
+        (normalise_name(r["student_id"]).casefold(), r["assignment"]): r.get("file", "")
+        for r in setup.old_records
+        if "picked by the instructor" in r.get("notes", "")
     }
+    try:
+        opts = Options(timeout=args.timeout, isolate=setup.isolate)
+        seed = getattr(args, "seed", None)
+        rows = grade_submissions(subs, templates, args.jobs, opts, seed, progress=True, picks=picks)
+    finally:
+        collection.close()
+    extra, expected = expected_missing(rows, subs, templates)
+    rows = [r for r in rows if r["status"] != "superseded"] + extra
+    if setup.roster is not None:  # the roster gives every student's missing rows by assignment
+        rows = [
+            r
+            for r in rows
+            if not (
+                r["status"] == "missing"
+                and not r["assignment"]
+                and setup.roster.find(r["student_id"])
+            )
+        ]
+    return rows, collection.layouts, expected
+
+
+def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_ids) -> tuple:
+    """The gradebook's records: this run's rows merged into the existing gradebook, a
+    ``missing`` row for every roster student without one (added to ``rows`` too), and the late
+    policy (given now, else the gradebook's) applied. Returns the records and the counts."""
+    late_factor = setup.late_factor
     if late_factor is None:  # the policy is remembered in the gradebook
         late_factor = next(
             (
                 float(r["late_factor"])
-                for r in old_records
+                for r in setup.old_records
                 if r.get("late") == "yes" and r.get("late_factor") not in (None, "")
             ),
             None,
         )
     factor = 1.0 if late_factor is None else late_factor
     new_records = [_record(gb, r, factor) for r in rows]
-    records, counts = gb.merge_rows(new_records, old_records, manual_ids, keep_names=roster is None)
-    if roster is not None:
-        extra = roster_missing(records, roster, sorted(expected_assignments), templates)
+    records, counts = gb.merge_rows(
+        new_records, setup.old_records, manual_ids, keep_names=setup.roster is None
+    )
+    if setup.roster is not None:
+        extra = roster_missing(records, setup.roster, sorted(expected), templates)
         rows += extra
         new_records = [_record(gb, r, factor) for r in extra]
         records += new_records
@@ -149,12 +193,12 @@ def _grade_command(args) -> int:
     if late_factor is not None:
         for rec in records:
             gb.set_late_factor(rec, late_factor)
-    problems: list = []
-    merged = 0
-    changed: set = set()
-    if args.manual:
-        merged, problems, changed = gb.apply_manual(records, args.manual, manual_ids)
-    _sync_rows(rows, records, templates)
+    return records, counts
+
+
+def _write_gradebook(records: list, setup: _Setup, templates: dict, counts: dict) -> None:
+    """Write the gradebook: a column per question of every assignment in it, in the course's
+    order, then the old gradebook's other question columns."""
     qids = []
     for a in sorted({r["assignment"] for r in records if r["assignment"]}):
         qids += [
@@ -162,15 +206,23 @@ def _grade_command(args) -> int:
             for q in (templates[a].questions if a in templates else [])
             if q.grade_id not in qids
         ]
-    qids += [c for c in old_columns if c not in qids and c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
-    gb.write_gradebook(records, out, qids)
+    qids += [
+        c for c in setup.old_columns if c not in qids and c not in gb.FIXED_BEFORE + gb.FIXED_AFTER
+    ]
+    gb.write_gradebook(records, setup.out, qids)
     print(
-        f"wrote {out}: {counts['added']} rows added, {counts['replaced']} replaced, "
+        f"wrote {setup.out}: {counts['added']} rows added, {counts['replaced']} replaced, "
         f"{counts['kept']} kept"
     )
+
+
+def _write_feedback(args, rows: list, records: list, changed: set, manual_ids: dict) -> list:
+    """Write this run's feedback, and refresh the written-answer points of earlier feedback
+    that ``--manual`` changed. Returns ``(student, assignment, why)`` of the files that could
+    not be written."""
     unwritten: list = []
     if args.feedback and rows:
-        files = gb.write_feedback(rows, args.feedback, failed=unwritten)
+        files = feedback.write_feedback(rows, args.feedback, failed=unwritten)
         for student, assignment, why in unwritten:
             print(f"could not write the feedback of {student} ({assignment}): {why}")
         print(
@@ -179,33 +231,46 @@ def _grade_command(args) -> int:
         )
     if args.feedback and changed:
         graded_now = {row_key(r) for r in rows}
-        refreshed = gb.refresh_feedback(
+        refreshed = feedback.refresh_feedback(
             args.feedback,
-            [r for r in records if gb._key(r) in changed and gb._key(r) not in graded_now],
+            [
+                r
+                for r in records
+                if gb.record_key(r) in changed and gb.record_key(r) not in graded_now
+            ],
             manual_ids,
         )
         if refreshed:
             print(f"refreshed the written-answer points in {len(refreshed)} feedback file(s)")
     elif changed and not args.feedback:
         print("give --feedback DIR as well to put the merged points into the feedback files")
+    return unwritten
+
+
+def _print_summary(args, setup: _Setup, rows, layouts, templates, elapsed: float) -> None:
+    """The layouts found, the roster, the sandbox warning, the per-question summary and the
+    speed."""
     for given, layout in layouts:
         print(f"layout of {given}: {layout}")
-    if roster is not None:
-        print(f"roster {Path(args.roster).name}: {roster.kind}, {len(roster.students)} students")
-    if not isolate and rows:
+    if setup.roster is not None:
+        print(
+            f"roster {Path(args.roster).name}: {setup.roster.kind}, "
+            f"{len(setup.roster.students)} students"
+        )
+    if not setup.isolate and rows:
         print("WARNING: graded WITHOUT a sandbox (--unsafe-no-sandbox); every row says so")
     if rows:
         print(gb.summary_text(rows, {a: t.questions for a, t in templates.items()}))
-        elapsed = time.perf_counter() - t0
         graded = sum(1 for r in rows if r["status"] != "missing")
         print(
             f"elapsed {elapsed:.1f} s with {args.jobs} worker(s): {graded / elapsed:.2f} "
             "submissions/s"
         )
-    if args.manual:
-        print(f"manual scores: {merged} merged from {args.manual}")
-        for p in problems:
-            print(f"  not merged: {p}")
+
+
+def _print_rows_to_look_at(rows: list) -> list:
+    """List the rows that need a look (not ``ok``, or a student not in the roster); return
+    them."""
     bad = [
         r
         for r in rows
@@ -220,7 +285,7 @@ def _grade_command(args) -> int:
                 + f" ({r['assignment'] or '?'}): {r['status']}"
                 + (f" - {r['notes'][0]}" if r["notes"] else "")
             )
-    return 1 if bad or problems or unwritten else 0
+    return bad
 
 
 def _end_sandboxes_on_signals() -> dict:
@@ -231,7 +296,7 @@ def _end_sandboxes_on_signals() -> dict:
         return previous
 
     def stop(signum, frame):
-        sandbox.kill_all()
+        process.kill_all()
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         raise SystemExit(128 + signum)
@@ -372,9 +437,7 @@ def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set
 
 def roster_missing(records: list, roster, assignments: list, templates: dict) -> list:
     """A ``missing`` row for every roster student without a row in an assignment graded now."""
-    from .gradebook import _key
-
-    have = {_key(r) for r in records}
+    have = {gb.record_key(r) for r in records}
     extra = []
     for a in assignments:
         for s in roster.students:
@@ -389,9 +452,7 @@ def roster_missing(records: list, roster, assignments: list, templates: dict) ->
 
 def _sync_rows(rows, records, templates):
     """Copy merged written-answer points back into this run's rows (for the feedback)."""
-    from .gradebook import _key
-
-    by_key = {_key(r): r for r in records}
+    by_key = {gb.record_key(r): r for r in records}
     for row in rows:
         rec = by_key.get(row_key(row))
         t = templates.get(row["assignment"])
@@ -426,9 +487,9 @@ def check_solutions(course=None, timeout: float = 120.0) -> int:
     if not paths:
         print(f"no solution notebooks in {course.solutions}")
         return 1
-    isolate = sandbox.probe() is None
+    isolate = bubblewrap.probe() is None
     if not isolate:
-        print(f"note: no sandbox here ({sandbox.probe()}); the solutions run unisolated")
+        print(f"note: no sandbox here ({bubblewrap.probe()}); the solutions run unisolated")
     subs = [Submission(p, p.stem, str(p)) for p in paths]
     rows = grade_submissions(subs, templates, 2, Options(timeout=timeout, isolate=isolate))
     failed = 0
@@ -461,8 +522,6 @@ def export_command(args) -> int:
     """``mha-course export GRADEBOOK --to canvas|moodle --roster FILE --out FILE``: exit 0 when
     every roster student's grade was written, 1 when something needs a look (a student or an
     assignment not matched, written answers still pending), 2 for a usage error."""
-    from . import gradebook as gb
-    from .lms import RosterError, export_canvas, export_moodle, read_roster
 
     def usage(message):
         print(f"mha-course export: {message}", file=sys.stderr)
@@ -509,14 +568,14 @@ def export_command(args) -> int:
     else:
         text, problems = export_moodle(records, roster, assignments[0], qids)
     pending = [
-        r for r in records if r["assignment"] in assignments and gb._to_float(r.get("pending")) > 0
+        r for r in records if r["assignment"] in assignments and gb.to_float(r.get("pending")) > 0
     ]
     if pending:
         problems.append(
             f"{len(pending)} row(s) still have written answers to score (pending): their "
             "exported grade leaves those points out"
         )
-    gb._atomic_write(Path(args.out), text)
+    gb.atomic_write(Path(args.out), text)
     ids = {s.id for s in roster.students}
     filled = sum(
         1

@@ -1,4 +1,4 @@
-"""Gradebook and feedback: rows in, files out, nothing lost.
+"""The gradebook: rows in, one CSV out, nothing lost.
 
 * The gradebook CSV has the columns ``student_id, student, assignment, <one per question>,
   total, max, pending, late, late_factor, score, status, file, notes``. Rows are keyed by
@@ -15,37 +15,29 @@
 * Every cell a spreadsheet could read as a formula is neutralised, whatever separator the
   spreadsheet splits on: all fields are quoted, and any text (or part of it after a separator)
   that starts with ``= + - @`` or a tab gets a leading apostrophe.
-* Feedback: one Markdown file and one self-contained HTML file per student per assignment,
-  ``DIR/<assignment>/<name>_<student_id>.md`` (``<student>.md`` for plain folders); file names
-  are unique per student (case-insensitively); :func:`refresh_feedback` updates written-answer
-  points in existing feedback after ``--manual``.
+* The feedback files for students are written by :mod:`.feedback`.
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
-import html
 import io
 import os
 import re
 import tempfile
 from pathlib import Path
 
-from .collect import normalise_name
-from .untrusted import clean_text
-from .verdict import STATUSES
+from .untrusted import clean_text, normalise_name
 
 __all__ = [
     "write_gradebook",
     "read_gradebook",
     "merge_rows",
     "apply_manual",
-    "write_feedback",
-    "feedback_markdown",
-    "feedback_html",
     "summary_text",
-    "safe_name",
+    "atomic_write",
+    "record_key",
+    "to_float",
     "neutralise",
     "FIXED_BEFORE",
     "FIXED_AFTER",
@@ -92,7 +84,8 @@ def _number(x) -> str:
     return str(x)
 
 
-def _atomic_write(path: Path, text: str):
+def atomic_write(path: Path, text: str):
+    """Write ``text`` to ``path`` all at once: a crash leaves the old file or the new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -139,8 +132,8 @@ def rescore(rec: dict) -> None:
     if rec.get("status") in ("missing", "superseded"):
         rec["score"] = ""
         return
-    factor = _to_float(rec.get("late_factor") or 1) if rec.get("late") == "yes" else 1.0
-    rec["score"] = _number(round(_to_float(rec.get("total")) * factor, 4))
+    factor = to_float(rec.get("late_factor") or 1) if rec.get("late") == "yes" else 1.0
+    rec["score"] = _number(round(to_float(rec.get("total")) * factor, 4))
 
 
 def set_late_factor(rec: dict, factor: float) -> None:
@@ -180,7 +173,8 @@ def read_gradebook(path) -> tuple[list[str], list[dict]]:
     return columns, records
 
 
-def _key(rec) -> tuple:
+def record_key(rec) -> tuple:
+    """The key of a gradebook record: (student_id as compared, assignment)."""
     return (normalise_name(rec["student_id"]).casefold(), rec["assignment"])
 
 
@@ -194,13 +188,13 @@ def merge_rows(
     lost by regrading one file). Returns the merged records and counts ``added, replaced,
     kept``.
     """
-    new_keys = {_key(r) for r in new_records}
+    new_keys = {record_key(r) for r in new_records}
     old_by_key = {}
     for r in old_records:
-        old_by_key.setdefault(_key(r), r)
+        old_by_key.setdefault(record_key(r), r)
     counts = {"added": 0, "replaced": 0, "kept": 0}
     for r in new_records:
-        old = old_by_key.get(_key(r))
+        old = old_by_key.get(record_key(r))
         if old is None:
             counts["added"] += 1
             continue
@@ -211,12 +205,13 @@ def merge_rows(
             if r.get(gid) == "pending" and old.get(gid) not in (None, "", "pending"):
                 _set_manual(r, gid, old[gid], manual_ids[r["assignment"]][gid])
                 r["notes"] += f"; {gid}: written-answer points kept from the previous gradebook"
-    kept = [r for r in old_records if _key(r) not in new_keys]
+    kept = [r for r in old_records if record_key(r) not in new_keys]
     counts["kept"] = len(kept)
     return kept + new_records, counts
 
 
-def _to_float(text) -> float:
+def to_float(text) -> float:
+    """A record's number (0 for an empty or unreadable cell)."""
     try:
         return float(text)
     except (TypeError, ValueError):
@@ -228,11 +223,11 @@ def _set_manual(rec: dict, gid: str, points, maximum: float):
     was = rec.get(gid)
     value = float(points)
     if was == "pending":
-        rec["pending"] = _number(max(0.0, _to_float(rec["pending"]) - maximum))
+        rec["pending"] = _number(max(0.0, to_float(rec["pending"]) - maximum))
     elif was not in (None, ""):
-        rec["total"] = _number(_to_float(rec["total"]) - _to_float(was))
+        rec["total"] = _number(to_float(rec["total"]) - to_float(was))
     rec[gid] = _number(value)
-    rec["total"] = _number(_to_float(rec["total"]) + value)
+    rec["total"] = _number(to_float(rec["total"]) + value)
     rescore(rec)
 
 
@@ -294,7 +289,7 @@ def apply_manual(records: list, path, manual_ids: dict) -> tuple[int, list[str],
             continue
         for rec in targets:
             _set_manual(rec, gid, value, maximum)
-            changed.add(_key(rec))
+            changed.add(record_key(rec))
         merged += 1
     return merged, problems, changed
 
@@ -317,7 +312,7 @@ def write_gradebook(records: list, out, question_ids: list) -> Path:
                 [neutralise(x) for x in _error_record(rec, exc, columns)]
             )
         buf.write(line.getvalue())
-    _atomic_write(Path(out), buf.getvalue())
+    atomic_write(Path(out), buf.getvalue())
     return Path(out)
 
 
@@ -344,211 +339,6 @@ def _error_record(rec, exc: BaseException, columns: list) -> list:
         "in the gradebook: regrade this submission",
     }
     return [fixed.get(c, "") for c in columns]
-
-
-# --- feedback --------------------------------------------------------------------------------
-
-
-def safe_name(student: str) -> str:
-    """A file name for a student, distinct for distinct (normalised) names, case-insensitively:
-    names made only of ``a-z 0-9 . _ -`` are kept; any other gets a readable stem plus a hash.
-
-    >>> safe_name("alice"), safe_name("Alice") != safe_name("alice"), safe_name("a/b") != safe_name("a_b")
-    ('alice', True, True)
-    """
-    name = normalise_name(student)
-    if re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,79}", name) and not re.search(r"-[0-9a-f]{10}$", name):
-        return name
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")[:60].lower() or "student"
-    return f"{stem}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:10]}"
-
-
-def _verdict_word(d) -> str:
-    return {
-        "passed": "passed",
-        "manual": "written answer, to be graded by your instructor",
-        "scored": "written answer, graded by your instructor",
-        "unanswered": "no written answer",
-        "not-attempted": "not attempted",
-    }.get(d["status"], "not yet")
-
-
-def _lines(row: dict) -> list[str]:
-    lines = [f"## {row['assignment'] or 'unrecognised notebook'}", ""]
-    shown = row.get("shown") or Path(str(row["file"])).name
-    if row["status"] != "missing":
-        lines.append(f"Submitted file: {shown}" + (" (late)" if row.get("late") else ""))
-    lines.append(f"Status: {row['status']} ({STATUSES.get(row['status'], '')})")
-    if row["max"] and row["status"] != "missing":
-        lines.append(_score_line(row["total"], row["max"], row["pending"]))
-        factor = float(row.get("late_factor") or 1)
-        if row.get("late") and factor != 1:
-            lines.append(
-                f"Late: the course's late policy counts {factor:g} of the points, "
-                f"{row['total'] * factor:g}"
-            )
-    lines.append("")
-    for gid, d in row["questions"].items():
-        if d["status"] == "manual":
-            pts = f"{d['max_points']:g} points"
-        else:
-            pts = f"{(d['points'] or 0):g}/{d['max_points']:g}"
-        lines.append(f"- {gid}: {_verdict_word(d)} [{pts}]")
-        if d["status"] not in ("passed", "manual", "scored") and d.get("message"):
-            lines.append(f"  - {d['message']}")
-        if d.get("hint") and d["status"] != "passed":
-            lines.append(f"  - hint: {d['hint']}")
-    if row["notes"]:
-        lines += ["", "Notes:"] + [f"- {n}" for n in row["notes"]]
-    lines.append("")
-    return lines
-
-
-def _score_line(total, maximum, pending) -> str:
-    pending_text = (
-        f"; {pending:g} points for written answers are still to be graded by your instructor"
-        if pending
-        else ""
-    )
-    return f"Score: {total:g} of {maximum:g} points{pending_text}"
-
-
-def feedback_markdown(student: str, row: dict) -> str:
-    """A student's feedback on one assignment: verdicts, points and hints; never the grader's
-    hidden cases or expected outputs."""
-    return "\n".join([f"# Feedback for {student}", ""] + _lines(row))
-
-
-def feedback_html(student: str, row: dict) -> str:
-    """The same feedback as a self-contained HTML page (no scripts, no external files)."""
-    return _html_page(f"Feedback for {student}: {row['assignment']}", _lines(row))
-
-
-def _html_page(title: str, lines: list) -> str:
-    body = []
-    in_list = False
-    for line in lines:
-        if line.startswith("## "):
-            body.append(f"<h2>{html.escape(line[3:])}</h2>")
-        elif line.startswith("- "):
-            if not in_list:
-                body.append("<ul>")
-                in_list = True
-            body.append(f"<li>{html.escape(line[2:])}")
-        elif line.startswith("  - "):
-            body.append(f"<div class='detail'>{html.escape(line[4:])}</div>")
-        else:
-            if in_list:
-                body.append("</ul>")
-                in_list = False
-            if line:
-                body.append(f"<p>{html.escape(line)}</p>")
-    if in_list:
-        body.append("</ul>")
-    title = html.escape(title)
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{title}</title>"
-        "<style>body{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em;"
-        "line-height:1.5}li{margin:.4em 0}.detail{margin-left:1.2em;color:#444}</style></head>"
-        f"<body><h1>{title}</h1>" + "\n".join(body) + "</body></html>\n"
-    )
-
-
-def _ascii_slug(text: str) -> str:
-    import unicodedata
-
-    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    return re.sub(r"[^a-z0-9]+", "-", plain).strip("-")[:40] or "student"
-
-
-def feedback_stem(student_id: str, student: str) -> str:
-    """A student's feedback file name (without suffix): ``<name>_<id>`` for an LMS identity,
-    so namesakes get two files; the folder's own safe name for a plain folder per student.
-
-    >>> feedback_stem("300001", "zhangwei"), feedback_stem("300002", "zhangwei")
-    ('zhangwei_300001', 'zhangwei_300002')
-    >>> feedback_stem("12", "Kai Müller"), feedback_stem("alice", "alice")
-    ('kai-muller_12', 'alice')
-    """
-    sid = normalise_name(student_id or student)
-    if sid == normalise_name(student) or not re.fullmatch(r"[0-9A-Za-z]{1,40}", sid):
-        return safe_name(sid)
-    return f"{_ascii_slug(student)}_{sid.lower()}"
-
-
-def write_feedback(rows: list, folder, failed: list | None = None) -> list[Path]:
-    """Write ``folder/<assignment>/<stem>.md`` and ``.html`` for every counted row (one row per
-    student and assignment; a superseded copy is listed in the counted row's notes).
-    A file that cannot be written is skipped and, with ``failed``, listed there as
-    ``(student, assignment, why)``; every other file is written."""
-    used: dict = {}
-    written = []
-    for r in sorted(rows, key=lambda r: (r["assignment"] or "", r.get("student_id", ""))):
-        if r["status"] == "superseded":
-            continue
-        try:  # one student's feedback that cannot be written costs only that file
-            written.append(_write_feedback_row(folder, r, used))
-        except Exception as exc:
-            if failed is not None:
-                failed.append(
-                    (clean_text(r.get("student")), r.get("assignment"), type(exc).__name__)
-                )
-    return written
-
-
-def _write_feedback_row(folder, r: dict, used: dict) -> Path:
-    assignment = r["assignment"] or "unrecognised"
-    ident = r.get("student_id") or r["student"]
-    base = feedback_stem(ident, r["student"])
-    key = (assignment, base.casefold())
-    if key in used and used[key] != ident:  # belt and braces: never two students in one file
-        base = f"{base}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}"
-    used[(assignment, base.casefold())] = ident
-    md = "\n".join([f"# Feedback for {r['student']}", ""] + _lines(r))
-    path = Path(folder) / assignment / f"{base}.md"
-    _atomic_write(path, md)
-    _atomic_write(path.with_suffix(".html"), feedback_html(r["student"], r))
-    return path
-
-
-def refresh_feedback(folder, records: list, manual_ids: dict) -> list[Path]:
-    """After ``--manual``: put the written-answer points now in ``records`` into their
-    students' existing feedback files (Markdown and HTML); return the files changed."""
-    changed = []
-    for rec in records:
-        a = rec["assignment"]
-        path = Path(folder) / a / f"{feedback_stem(rec['student_id'], rec['student'])}.md"
-        if not a or not path.is_file():
-            continue
-        lines = path.read_text(encoding="utf-8").split("\n")
-        new = []
-        for line in lines:
-            m = re.match(r"- (\S+): written answer, (?:to be )?graded by your instructor \[", line)
-            gid = m.group(1) if m else None
-            value = rec.get(gid) if gid else None
-            if gid in manual_ids.get(a, {}) and value not in (None, "", "pending"):
-                line = (
-                    f"- {gid}: written answer, graded by your instructor "
-                    f"[{_to_float(value):g}/{manual_ids[a][gid]:g}]"
-                )
-            elif line.startswith("Score: "):
-                line = _score_line(
-                    _to_float(rec["total"]), _to_float(rec["max"]), _to_float(rec["pending"])
-                )
-            elif line.startswith("Late: ") and rec.get("late") == "yes":
-                factor = _to_float(rec.get("late_factor") or 1)
-                line = (
-                    f"Late: the course's late policy counts {factor:g} of the points, "
-                    f"{_to_float(rec['total']) * factor:g}"
-                )
-            new.append(line)
-        if new != lines:
-            _atomic_write(path, "\n".join(new))
-            title = f"Feedback for {rec['student']}: {a}"
-            _atomic_write(path.with_suffix(".html"), _html_page(title, new[2:]))
-            changed.append(path)
-    return changed
 
 
 # --- summary ---------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ with any problem is not read at all: the submission's automatic questions score 
 and its row is flagged with a note that says what was wrong. Nothing in the report can make
 the grader itself fail.
 
-The values a function answer returned are checked again, in depth, by :mod:`.codec` (limits
-on size and nesting) and :func:`.verdict.answer_results` when they are compared.
+The values a function answer returned are checked again, in depth, by :mod:`..rules.codec`
+(limits on size and nesting) and :func:`..rules.verdict.answer_results` when they are compared.
 """
 
 from __future__ import annotations

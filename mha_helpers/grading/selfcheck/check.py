@@ -1,17 +1,18 @@
 """The learner's self-check: ``check(grade_id, answer)`` after each exercise.
 
 It works from the self-check data that ``mha-course release`` generates into
-``mha_helpers/grading/data/`` (public cases, the expected outputs on them, each classic
-mistake's outputs, and salted hashes of value answers), never from reference code: a student's
-copy of the course holds no solutions. It prints one short verdict with points:
+``mha_helpers/grading/selfcheck/data/`` (public cases, the expected outputs on them, each
+classic mistake's outputs, and salted hashes of value answers), never from reference code: a
+student's copy of the course holds no solutions. It prints one short verdict with points:
 
 * passed;
 * not attempted yet (the stub still raises ``NotImplementedError``, or the answer is ``None``);
 * the first failing case, what was expected and what came back, and a hint, targeted when the
   answer matches one of the classic mistakes.
 
-The rules are those of :mod:`.judge`, which the instructor's grader uses too, so the self-check
-and the grader agree on every answer they both see. The grader also uses fresh hidden cases.
+The rules are those of :mod:`..rules.judge`, which the instructor's grader uses too, so the
+self-check and the grader agree on every answer they both see. The grader also uses fresh hidden
+cases.
 
 It never raises in JupyterLab, so an exercise notebook runs top to bottom even when nothing is
 answered. (Under nbgrader it raises for an answer that did not pass; see :func:`check`.)
@@ -26,21 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codec
-from .judge import (
-    NO_OUTPUT,
-    case_traits,
-    expected_outputs,
-    function_verdict,
-    not_attempted,
-    not_callable,
-    public_cases,
-    question_meta,
-    value_hashes,
-    value_info,
-    value_verdict,
-)
-from .watch import run_cases
+from ..rules import codec
+from ..rules.cases import NO_OUTPUT, case_traits, expected_outputs, public_cases
+from ..rules.judge import function_verdict, question_meta, value_hashes, value_info, value_verdict
+from ..rules.outcome import not_attempted, not_callable
+from ..sandbox.inside.watch import run_cases
 
 __all__ = ["check", "score_summary", "evaluate", "self_check", "DATA_DIR"]
 
@@ -92,7 +83,8 @@ def _show(x) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
-def _decode_mistakes(rows):
+def decode_mistakes(rows):
+    """The classic mistakes' outputs from the self-check data (:data:`NO_OUTPUT` where one raised)."""
     out = []
     for row in rows:
         out.append(
@@ -144,7 +136,7 @@ def self_check(grade_id: str, answer) -> dict:
             answer,
             cases,
             expected,
-            _decode_mistakes(pub["mistakes"]),
+            decode_mistakes(pub["mistakes"]),
             traits=pub.get("traits"),
         )
     if q["kind"] == "value":

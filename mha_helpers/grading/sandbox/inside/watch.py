@@ -10,41 +10,25 @@ The grader's defences are the sandbox and computing every verdict outside it.
 
 from __future__ import annotations
 
-import copy
 import importlib
 import linecache
 import os
 import sys
 import sysconfig
-from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = [
-    "CaseResult",
-    "run_cases",
-    "HelperRecorder",
-    "copy_args",
-    "changed_args",
-    "error_location",
-]
+from ...rules.cases import CaseResult, copy_args
 
-
-@dataclass
-class CaseResult:
-    """What one call did. ``raised`` is ``(type name, message)`` or ``None``."""
-
-    value: object = None
-    raised: tuple | None = None
-    mutated: list = field(default_factory=list)  # names of the arguments changed in place
-    # where the learner's own code raised: {"function", "line", "code", "caller"} (or None)
-    where: dict | None = None
+__all__ = ["run_cases", "HelperRecorder", "changed_args", "error_location"]
 
 
 def _library_dirs() -> tuple:
     """Folders whose code is not the learner's: the course package, NumPy, the standard library
     and installed packages."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # mha_helpers/
+    here = os.path.abspath(__file__)
+    for _ in range(4):  # sandbox/inside/watch.py in mha_helpers/grading/
+        here = os.path.dirname(here)  # ends at mha_helpers/
     dirs = {here}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         try:
@@ -89,11 +73,6 @@ def error_location(exc) -> dict | None:
         return where
     except Exception:  # a location is a courtesy: never let it break the check
         return None
-
-
-def copy_args(args):
-    """Deep copies of a case's arguments, so the learner's function gets its own."""
-    return [a.copy() if isinstance(a, np.ndarray) else copy.deepcopy(a) for a in args]
 
 
 def _same(a, b) -> bool:

@@ -21,32 +21,32 @@ Every submission carries the student's LMS identity (``student_id``) beside the 
   folder is kept under another name. No member can cost another student anything.
 
 Nothing is ever written to a submission. Symbolic links are never followed (the row says so).
-Student names are normalised (Unicode NFC, invisible characters removed, spaces collapsed);
-names and notes taken from file names pass :func:`.untrusted.clean_text`. What the instructor
+Student names are normalised (:func:`.untrusted.normalise_name`: Unicode NFC, invisible
+characters removed, spaces collapsed); names and notes taken from file names pass
+:func:`.untrusted.clean_text`. What the instructor
 sees of a path (``Submission.shown``) is relative to the folder given, never absolute.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import stat
 import tempfile
 import time
-import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .untrusted import clean_filename, clean_text
+from .untrusted import clean_filename, clean_text, normalise_name
 
 __all__ = [
     "Submission",
     "collect",
     "read_notebook",
     "Rejected",
-    "normalise_name",
     "Collection",
     "DEFAULT_MAX_BYTES",
 ]
@@ -96,24 +96,6 @@ class Collection:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-_INVISIBLE = {"Cf", "Cc", "Cs", "Co", "Cn"}
-
-
-def normalise_name(name: str) -> str:
-    """NFC, invisible and control characters removed, runs of white space made one space.
-
-    >>> normalise_name("Ana\\u200b Lu\\u0301cia  ") == "Ana Lúcia"
-    True
-    """
-    text = unicodedata.normalize("NFC", clean_text(name, max_chars=200))
-    text = "".join(
-        " " if unicodedata.category(ch) in ("Zs", "Zl", "Zp") or ch in "\t\r\n" else ch
-        for ch in text
-        if unicodedata.category(ch) not in _INVISIBLE or ch in "\t\r\n"
-    )
-    return " ".join(text.split()) or "(no name)"
-
-
 class Rejected(Exception):
     def __init__(self, status, note):
         super().__init__(note)
@@ -134,8 +116,6 @@ def _visible(folder: Path) -> list[Path]:
 def _notebooks_under(folder: Path) -> list[Path]:
     """Notebooks (and uploaded zips) below a student's folder. Links are never followed: a
     linked file or folder is returned as itself, to be reported as refused."""
-    import os
-
     found = []
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         here = Path(dirpath)
@@ -448,8 +428,6 @@ def _extract_zip(archive: Path) -> tuple[Path, list, dict]:
     """Extract into a new private temporary folder, member by member; return it and the
     failures (each to be charged to the student the member belongs to). Raises
     :class:`Rejected` only for an archive that is unsafe or unreadable as a whole."""
-    import os
-
     target = Path(tempfile.mkdtemp(prefix="mha-grade-zip-"))
     failures: list = []
     renames: dict = {}
@@ -457,15 +435,7 @@ def _extract_zip(archive: Path) -> tuple[Path, list, dict]:
     aliases: dict = {}
     with zipfile.ZipFile(archive) as zf:
         members = zf.infolist()
-        if len(members) > ZIP_MAX_MEMBERS:
-            raise Rejected(
-                "refused", f"archive has {len(members)} members (limit {ZIP_MAX_MEMBERS})"
-            )
-        if sum(m.file_size for m in members) > ZIP_MAX_TOTAL:
-            raise Rejected(
-                "refused",
-                f"archive would unpack to more than {ZIP_MAX_TOTAL // 2**20} MiB (a zip bomb?)",
-            )
+        _refuse_whole_archive(members)
         for m in members:
             name = m.filename.replace("\\", "/")
             shown = clean_text(name, max_chars=120)
@@ -477,45 +447,17 @@ def _extract_zip(archive: Path) -> tuple[Path, list, dict]:
                 continue
             if m.is_dir() or not parts:
                 continue
-            safe = tuple(_component(p) for p in parts)
+            where = target.joinpath(*(_component(p) for p in parts))
             is_sub = PurePosixPath(parts[-1]).suffix.lower() in SUFFIXES
-            where = target.joinpath(*safe)
-            mode = m.external_attr >> 16
-            reason = None
-            if stat.S_ISLNK(mode):
-                reason = "a symbolic link"
-            elif m.flag_bits & 0x1:
-                reason = "encrypted (password-protected); not read"
-            elif (
-                m.compress_size
-                and m.file_size / max(m.compress_size, 1) > ZIP_MAX_RATIO
-                and m.file_size > 2**20
-            ):
-                reason = f"compressed {ZIP_MAX_RATIO}x or more (a zip bomb?)"
-            elif total + m.file_size > ZIP_MAX_TOTAL:
-                reason = f"the archive's {ZIP_MAX_TOTAL // 2**20} MiB limit was reached"
+            reason = _member_refusal(m, total)
             if reason:
                 failures.append(_Failure(where, shown, reason, is_sub))
                 continue
             dest = None
             try:
                 dest, notes = _place(target, parts, aliases)
-                written = 0
-                with zf.open(m) as src, open(dest, "xb") as out:
-                    while True:
-                        chunk = src.read(1 << 20)
-                        if not chunk:
-                            break
-                        written += len(chunk)
-                        if total + written > ZIP_MAX_TOTAL:
-                            raise Rejected("refused", "the archive's size limit was reached")
-                        out.write(chunk)
-                total += written
-                try:
-                    stamp = time.mktime(m.date_time + (0, 0, -1))
-                    os.utime(dest, (stamp, stamp))
-                except (OverflowError, ValueError, OSError):
-                    pass
+                total += _copy_member(zf, m, dest, total)
+                _keep_mtime(dest, m)
                 for n in notes:
                     renames.setdefault(dest, []).append(n)
             except Exception as exc:  # one bad member costs its owner, never the class
@@ -531,6 +473,62 @@ def _extract_zip(archive: Path) -> tuple[Path, list, dict]:
                     pass
                 failures.append(_Failure(where, shown, why, is_sub))
     return target, failures, renames
+
+
+def _refuse_whole_archive(members: list) -> None:
+    """Raise :class:`Rejected` for an archive with too many members, or that would unpack to
+    more than the limit (a zip bomb)."""
+    if len(members) > ZIP_MAX_MEMBERS:
+        raise Rejected("refused", f"archive has {len(members)} members (limit {ZIP_MAX_MEMBERS})")
+    if sum(m.file_size for m in members) > ZIP_MAX_TOTAL:
+        raise Rejected(
+            "refused",
+            f"archive would unpack to more than {ZIP_MAX_TOTAL // 2**20} MiB (a zip bomb?)",
+        )
+
+
+def _member_refusal(m: zipfile.ZipInfo, total: int) -> str | None:
+    """Why one member is not extracted (a link, encrypted, compressed suspiciously well, or
+    past the archive's size limit given ``total`` bytes written so far), or None."""
+    mode = m.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if m.flag_bits & 0x1:
+        return "encrypted (password-protected); not read"
+    if (
+        m.compress_size
+        and m.file_size / max(m.compress_size, 1) > ZIP_MAX_RATIO
+        and m.file_size > 2**20
+    ):
+        return f"compressed {ZIP_MAX_RATIO}x or more (a zip bomb?)"
+    if total + m.file_size > ZIP_MAX_TOTAL:
+        return f"the archive's {ZIP_MAX_TOTAL // 2**20} MiB limit was reached"
+    return None
+
+
+def _copy_member(zf: zipfile.ZipFile, m: zipfile.ZipInfo, dest: Path, total: int) -> int:
+    """Copy one member to ``dest`` (a new file), stopping at the archive's size limit whatever
+    the member's header claims; return the bytes written."""
+    written = 0
+    with zf.open(m) as src, open(dest, "xb") as out:
+        while True:
+            chunk = src.read(1 << 20)
+            if not chunk:
+                break
+            written += len(chunk)
+            if total + written > ZIP_MAX_TOTAL:
+                raise Rejected("refused", "the archive's size limit was reached")
+            out.write(chunk)
+    return written
+
+
+def _keep_mtime(dest: Path, m: zipfile.ZipInfo) -> None:
+    """Give the extracted file the member's time (it ranks a student's copies)."""
+    try:
+        stamp = time.mktime(m.date_time + (0, 0, -1))
+        os.utime(dest, (stamp, stamp))
+    except (OverflowError, ValueError, OSError):
+        pass
 
 
 def _attach_failures(
@@ -672,71 +670,80 @@ def collect(paths) -> Collection:
             and not CANVAS.match(given.name)
             and not MOODLE_FLAT.match(given.name)
         ):
-            try:
-                folder, failures, renames = _extract_zip(given)
-            except (
-                Rejected,
-                zipfile.BadZipFile,
-                OSError,
-                EOFError,
-                ValueError,
-                NotImplementedError,
-                RuntimeError,
-            ) as exc:
-                note = (
-                    exc.note
-                    if isinstance(exc, Rejected)
-                    else f"not a readable zip ({type(exc).__name__})"
-                )
-                subs.append(
-                    _sub(
-                        None,
-                        normalise_name(given.stem),
-                        where,
-                        at=given,
-                        status="refused",
-                        note=note,
-                    )
-                )
-                layouts.append((str(given), "zip (refused)"))
-                continue
-            cleanup.append(folder)
-            inner = _visible(folder)
-            root = (
-                inner[0]
-                if len(inner) == 1 and inner[0].is_dir() and _layout(inner[0]) != "folders"
-                else folder
-            )
-            layout = _layout(root)
-            zwhere = _Where(folder, f"{clean_text(given.name, max_chars=120)}:")
-            LAYOUTS[layout](root, subs, zwhere)
-            _attach_failures(subs, start, folder, failures, renames, zwhere, str(given))
-            if layout == "folders" and not any(c.is_dir() for c in _visible(root)):
-                for s in subs[start:]:  # one student's own zip: named after the zip
-                    s.student = s.student_id = normalise_name(given.stem)
-            refused = {s.student_id for s in subs[start:] if s.status == "refused"}
-            subs[start:] = [
-                s for s in subs[start:] if not (s.status == "missing" and s.student_id in refused)
-            ]
-            layouts.append((str(given), f"zip of {layout}"))
+            layout, opened = _from_zip(given, subs, where, cleanup)
+            layouts.append((str(given), layout))
+            if not opened:
+                continue  # the archive's one refused row (it belongs to no batch)
         else:
-            m, mf = CANVAS.match(given.name), MOODLE_FLAT.match(given.name)
-            if m:
-                _from_canvas(given.parent, subs, where, files=[given])
-                layouts.append((str(given), "canvas file"))
-            elif mf:
-                student = normalise_name(mf.group("name"))
-                subs.append(_sub(given, student, where, mf.group("id"), rank=_rank(given)))
-                layouts.append((str(given), "moodle file"))
-            else:
-                student = normalise_name(given.parent.resolve().name or given.stem)
-                subs.append(_sub(given, student, where, rank=_rank(given)))
-                layouts.append((str(given), "notebook"))
-            for s in subs[start:]:
-                s.picked = True  # a file given by itself: the instructor's choice
+            layouts.append((str(given), _from_file(given, subs, where)))
         for s in subs[start:]:
             s.batch = str(given)
     return Collection(subs, layouts, cleanup)
+
+
+def _from_zip(given: Path, subs: list, where, cleanup: list) -> tuple[str, bool]:
+    """The submissions in an archive the instructor gave (a download of any layout, or one
+    student's own zip), its member failures charged to their students. Returns the layout
+    found and whether the archive could be opened (if not, it becomes one refused row)."""
+    start = len(subs)
+    try:
+        folder, failures, renames = _extract_zip(given)
+    except (
+        Rejected,
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
+        note = (
+            exc.note if isinstance(exc, Rejected) else f"not a readable zip ({type(exc).__name__})"
+        )
+        subs.append(
+            _sub(None, normalise_name(given.stem), where, at=given, status="refused", note=note)
+        )
+        return "zip (refused)", False
+    cleanup.append(folder)
+    inner = _visible(folder)
+    root = (
+        inner[0]
+        if len(inner) == 1 and inner[0].is_dir() and _layout(inner[0]) != "folders"
+        else folder
+    )
+    layout = _layout(root)
+    zwhere = _Where(folder, f"{clean_text(given.name, max_chars=120)}:")
+    LAYOUTS[layout](root, subs, zwhere)
+    _attach_failures(subs, start, folder, failures, renames, zwhere, str(given))
+    if layout == "folders" and not any(c.is_dir() for c in _visible(root)):
+        for s in subs[start:]:  # one student's own zip: named after the zip
+            s.student = s.student_id = normalise_name(given.stem)
+    refused = {s.student_id for s in subs[start:] if s.status == "refused"}
+    subs[start:] = [
+        s for s in subs[start:] if not (s.status == "missing" and s.student_id in refused)
+    ]
+    return f"zip of {layout}", True
+
+
+def _from_file(given: Path, subs: list, where) -> str:
+    """One notebook the instructor gave by itself (a Canvas or Moodle file, or any notebook):
+    the instructor's choice among that student's copies. Returns the layout's name."""
+    start = len(subs)
+    m, mf = CANVAS.match(given.name), MOODLE_FLAT.match(given.name)
+    if m:
+        _from_canvas(given.parent, subs, where, files=[given])
+        layout = "canvas file"
+    elif mf:
+        student = normalise_name(mf.group("name"))
+        subs.append(_sub(given, student, where, mf.group("id"), rank=_rank(given)))
+        layout = "moodle file"
+    else:
+        student = normalise_name(given.parent.resolve().name or given.stem)
+        subs.append(_sub(given, student, where, rank=_rank(given)))
+        layout = "notebook"
+    for s in subs[start:]:
+        s.picked = True  # a file given by itself: the instructor's choice
+    return layout
 
 
 # --- reading one notebook -------------------------------------------------------------------

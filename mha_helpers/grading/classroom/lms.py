@@ -30,8 +30,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .collect import normalise_name
-from .untrusted import clean_text
+from .untrusted import clean_text, normalise_name
 
 __all__ = [
     "Roster",

@@ -57,39 +57,55 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=
     result is transposed: shape (3, 2), expected (2, 3)
     """
     if isinstance(expected, str):
-        if not isinstance(actual, str):
-            return Difference(f"{path} should be text, got {_describe(actual)}", "type")
-        if actual.strip().lower() == expected.strip().lower():
-            return None
-        return Difference(f"{path} is {actual[:80]!r}", "text")
+        return _text_difference(expected, actual, path)
     if actual is None and expected is not None:
         return Difference(f"{path} is None", "none")
     if isinstance(expected, tuple):
-        if not isinstance(actual, (tuple, list)):
-            return Difference(
-                f"{path} should be a tuple of {len(expected)} items, got {_describe(actual)}",
-                "type",
-            )
-        if len(actual) != len(expected):
-            return Difference(
-                f"{path} should be a tuple of {len(expected)} items, got {len(actual)}", "tuple-len"
-            )
-        for i, (e, a) in enumerate(zip(expected, actual)):
-            d = difference(e, a, rtol, atol, f"{path}[{i}]", equal_nan)
-            if d:
-                return d
-        return None
+        return _tuple_difference(expected, actual, rtol, atol, path, equal_nan)
     if isinstance(expected, (bool, np.bool_)) or expected is None:
-        ok = actual is expected or (
-            isinstance(actual, (bool, np.bool_, int)) and actual == expected
+        return _flag_difference(expected, actual, path)
+    return _number_difference(expected, actual, rtol, atol, path, equal_nan)
+
+
+def _text_difference(expected: str, actual, path: str):
+    """Text matches text, case-insensitively after stripping; nothing else matches it."""
+    if not isinstance(actual, str):
+        return Difference(f"{path} should be text, got {_describe(actual)}", "type")
+    if actual.strip().lower() == expected.strip().lower():
+        return None
+    return Difference(f"{path} is {actual[:80]!r}", "text")
+
+
+def _tuple_difference(expected: tuple, actual, rtol, atol, path: str, equal_nan: bool):
+    """A tuple (or list) of as many items, each matching (the first that does not is named)."""
+    if not isinstance(actual, (tuple, list)):
+        return Difference(
+            f"{path} should be a tuple of {len(expected)} items, got {_describe(actual)}",
+            "type",
         )
-        return (
-            None
-            if ok
-            else Difference(
-                f"{path} is {str(actual)[:80]}", "value", f"{path} is not the expected value"
-            )
+    if len(actual) != len(expected):
+        return Difference(
+            f"{path} should be a tuple of {len(expected)} items, got {len(actual)}", "tuple-len"
         )
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        d = difference(e, a, rtol, atol, f"{path}[{i}]", equal_nan)
+        if d:
+            return d
+    return None
+
+
+def _flag_difference(expected, actual, path: str):
+    """A truth value (or ``None``) is matched by itself, or by an int or bool equal to it."""
+    ok = actual is expected or (isinstance(actual, (bool, np.bool_, int)) and actual == expected)
+    if ok:
+        return None
+    return Difference(f"{path} is {str(actual)[:80]}", "value", f"{path} is not the expected value")
+
+
+def _number_difference(expected, actual, rtol, atol, path: str, equal_nan: bool):
+    """Anything numeric, as an array: never text, a dict or a function; the same shape (or a
+    transposed or reshaped copy of the right numbers, said so); finite where expected; then
+    ``allclose``."""
     if isinstance(actual, (str, bytes)):
         return Difference(f"{path} should be a number, got text {str(actual)[:40]!r}", "type")
     if isinstance(actual, dict) or callable(actual):
@@ -100,23 +116,7 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=
         return Difference(f"{path} is not numeric (got {_describe(actual)})", "type")
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
-        if a.ndim == 2 and a.T.shape == e.shape and _close(a.T, e, rtol, atol, equal_nan):
-            return Difference(
-                f"{path} is transposed: shape {a.shape}, expected {e.shape}",
-                "transposed",
-                f"{path} is transposed",
-            )
-        if a.size == e.size and _close(a.reshape(e.shape), e, rtol, atol, equal_nan):
-            return Difference(
-                f"{path} has the right numbers but shape {a.shape}, expected shape {e.shape}",
-                "reshaped",
-                f"{path} has the right numbers in the wrong shape",
-            )
-        return Difference(
-            f"{path} has shape {a.shape}, expected shape {e.shape}",
-            "shape",
-            f"{path} has the wrong shape",
-        )
+        return _shape_difference(a, e, rtol, atol, path, equal_nan)
     if not np.all(np.isfinite(a)) and not np.array_equal(np.isfinite(a), np.isfinite(e)):
         return Difference(f"{path} contains NaN or infinity", "nonfinite")
     if not _close(a, e, rtol, atol, equal_nan):
@@ -128,6 +128,27 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=
             f"{path} has the right shape but wrong values",
         )
     return None
+
+
+def _shape_difference(a, e, rtol, atol, path: str, equal_nan: bool):
+    """Arrays of different shapes: transposed, the right numbers reshaped, or just wrong."""
+    if a.ndim == 2 and a.T.shape == e.shape and _close(a.T, e, rtol, atol, equal_nan):
+        return Difference(
+            f"{path} is transposed: shape {a.shape}, expected {e.shape}",
+            "transposed",
+            f"{path} is transposed",
+        )
+    if a.size == e.size and _close(a.reshape(e.shape), e, rtol, atol, equal_nan):
+        return Difference(
+            f"{path} has the right numbers but shape {a.shape}, expected shape {e.shape}",
+            "reshaped",
+            f"{path} has the right numbers in the wrong shape",
+        )
+    return Difference(
+        f"{path} has shape {a.shape}, expected shape {e.shape}",
+        "shape",
+        f"{path} has the wrong shape",
+    )
 
 
 def _close(a, e, rtol, atol, equal_nan=False) -> bool:

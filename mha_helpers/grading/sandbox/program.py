@@ -33,7 +33,6 @@ __all__ = [
 
 MAX_CELL_CHARS = 200_000  # one cell's source
 MAX_CODE_CHARS = 1_000_000  # all code cells of one notebook
-WRITTEN_STUB = "YOUR ANSWER HERE"
 
 
 class SourceTooLarge(ValueError):
@@ -209,11 +208,3 @@ def build_program(template: dict, cells: list) -> Program:
     if added:
         notes.append(f"{len(added)} cell(s) added by the learner ran in place")
     return Program(program, answers, written, added, notes)
-
-
-def written_answered(text: str | None) -> bool:
-    """True when a written answer holds more than the release's placeholder."""
-    if text is None:
-        return False
-    body = text.replace(WRITTEN_STUB, "").strip()
-    return bool(body)

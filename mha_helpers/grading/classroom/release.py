@@ -32,7 +32,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from . import codec
+from ..course import SELFCHECK_DATA
+from ..rules import codec
 
 __all__ = [
     "release_notebook",
@@ -260,7 +261,7 @@ def _arrays_agree(a: dict, b: dict, rtol: float, atol: float) -> bool:
 def _value_public_agrees(old: dict, new: dict, q, rtol: float, atol: float) -> bool:
     """Value questions store hashes: a stored hash agrees when some value within the tolerance
     of the fresh expected value (or mistake) has it (:func:`judge.value_hashes_near`)."""
-    from .judge import value_hashes_near
+    from ..rules.judge import value_hashes_near
 
     if not isinstance(old, dict) or set(old) != set(new) or not isinstance(old.get("info"), dict):
         return False
@@ -293,15 +294,9 @@ def selfcheck_data(released, questions) -> dict:
     per question, what the learner's check may know. Function questions: the public cases, the
     expected outputs on them and each classic mistake's outputs. Value questions: salted
     hashes of the expected value and of each mistake (never the value). No reference code."""
-    from .judge import (
-        case_traits,
-        expected_outputs,
-        public_cases,
-        question_meta,
-        value_hashes,
-        value_info,
-    )
-    from .program import template_from_notebook
+    from ..rules.cases import case_traits, expected_outputs, public_cases
+    from ..rules.judge import question_meta, value_hashes, value_info
+    from ..sandbox.program import template_from_notebook
 
     out = []
     for q in questions:
@@ -330,7 +325,7 @@ def selfcheck_data(released, questions) -> dict:
 
 
 def _no_output_marker(value):
-    from .judge import NO_OUTPUT
+    from ..rules.cases import NO_OUTPUT
 
     return codec.Unsupported("no output") if value is NO_OUTPUT else value
 
@@ -340,8 +335,8 @@ def release(course=None, check: bool = False) -> list[Path]:
     changed (or would change, with ``check=True``, which writes nothing), including exercise
     notebooks and data files that no longer have a solution.
     """
-    from .course import find_course, load_banks
-    from .questions import questions_for
+    from ..course import find_course
+    from .banks import load_banks, questions_for
 
     course = course if course is not None else find_course()
     load_banks(course)
@@ -409,7 +404,7 @@ def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
     for learners. No solutions/, no question banks, no tests. Returns the top-level items.
 
     ``for_grading``: a copy for graded work, whose self-check data holds, for each value
-    question, only the form of the answer (:mod:`.recorded`): the self-check never confirms an
+    question, only the form of the answer (:mod:`..rules.recorded`): the self-check never confirms an
     exact value or multiple-choice answer, which a script could otherwise find by trying every
     candidate. Without it (self-study) the self-check confirms exact answers."""
     course_root = Path(course.root).resolve()
@@ -442,7 +437,7 @@ def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
             shutil.copy2(src, target)
         written.append(target)
     if for_grading:
-        _strip_value_answers(dest / "mha_helpers" / "grading" / "data")
+        _strip_value_answers(dest / "mha_helpers" / SELFCHECK_DATA)
     guide = course_root / "docs" / "learner_guide.md"
     readme = dest / "README.md"
     readme.write_text(
@@ -465,7 +460,7 @@ def student_copy(course, dest, for_grading: bool = False) -> list[Path]:
 
 def _strip_value_answers(folder: Path) -> None:
     """Rewrite a copy's self-check data for graded work: value questions keep their form only."""
-    from .recorded import for_grading_entry
+    from ..rules.recorded import for_grading_entry
 
     for path in sorted(folder.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ surrogates (which make ``str.encode`` raise), NUL (which Python 3.10's CSV write
 terminal escape sequences (which recolour or rewrite the instructor's console), bidirectional
 overrides (which make a line read differently from what it says) or megabytes of text.
 
-Two functions, used by every writer that handles such text:
+Three functions, used by every writer that handles such text:
 
 ``clean_text(value)``
     Always returns a ``str`` that encodes to UTF-8 strictly, holds no control, format,
@@ -18,6 +18,9 @@ Two functions, used by every writer that handles such text:
     UTF-8. A name that had to be changed carries a short hash of the original, and a name
     that did not have to be changed never contains the hash marker ``~``, so two distinct
     names give two distinct results (up to a 48-bit hash collision).
+``normalise_name(name)``
+    A student's name as every part of the grader compares it: cleaned, Unicode NFC, invisible
+    characters removed, runs of white space made one space.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = [
     "clean_text",
     "clean_filename",
     "clean_row",
+    "normalise_name",
     "safe_console",
     "MAX_TEXT",
     "MAX_NAME_BYTES",
@@ -160,6 +164,24 @@ def clean_filename(name: object, *, max_bytes: int = MAX_NAME_BYTES) -> str:
     budget = max_bytes - len(tag.encode("utf-8")) - len(suffix.encode("utf-8"))
     stem = _utf8_prefix(stem, budget).rstrip(". ") or "_"
     return stem + tag + suffix
+
+
+_INVISIBLE = {"Cf", "Cc", "Cs", "Co", "Cn"}
+
+
+def normalise_name(name: str) -> str:
+    """NFC, invisible and control characters removed, runs of white space made one space.
+
+    >>> normalise_name("Ana\\u200b Lu\\u0301cia  ") == "Ana Lúcia"
+    True
+    """
+    text = unicodedata.normalize("NFC", clean_text(name, max_chars=200))
+    text = "".join(
+        " " if unicodedata.category(ch) in ("Zs", "Zl", "Zp") or ch in "\t\r\n" else ch
+        for ch in text
+        if unicodedata.category(ch) not in _INVISIBLE or ch in "\t\r\n"
+    )
+    return " ".join(text.split()) or "(no name)"
 
 
 MAX_NOTES = 60  # notes kept per row; the rest are counted

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .outcome import not_attempted
+
 __all__ = ["for_grading_entry", "recorded_verdict", "RECORDED_MESSAGE"]
 
 RECORDED_MESSAGE = (
@@ -37,8 +39,6 @@ def for_grading_entry(entry: dict) -> dict:
 def recorded_verdict(meta: dict, info: dict, actual) -> dict:
     """The self-check's verdict on a value answer in a copy for graded work: the form is
     checked (type, shape, length); the value is recorded, never confirmed."""
-    from .judge import not_attempted
-
     r = not_attempted(meta) | {"status": "failed", "message": "", "hint": meta.get("hint", "")}
     kind = info.get("type")
     try:

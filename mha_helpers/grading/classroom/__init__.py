@@ -1,0 +1,15 @@
+"""The instructor's process: everything that handles submissions, the banks and the gradebook.
+
+Nothing here runs student code: submissions are read as data, their programs run in
+:mod:`..sandbox`. This is the only place that imports the question banks (:mod:`.banks`).
+
+- the commands (:mod:`.commands`: ``grade``, ``check-solutions``, ``export``), the grader
+  (:mod:`.grade`) and ``validate`` (:mod:`.validate`, the learner's check before submitting);
+- the course: :mod:`.banks` (the reference answers), :mod:`.assignments` (templates and
+  cases), :mod:`.release` (the exercises and the self-check data, the student copy);
+- the stages of grading: :mod:`.collect` (folders, Canvas and Moodle downloads, zips),
+  :mod:`.report` (the report in the grader's words), :mod:`.row` (one row per submission),
+  :mod:`.gradebook` (the CSV), :mod:`.feedback` (the students' files), :mod:`.lms` (Canvas and
+  Moodle rosters in, grades out);
+- :mod:`.untrusted`: the one cleaner of text that comes from outside.
+"""

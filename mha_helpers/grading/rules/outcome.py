@@ -1,0 +1,43 @@
+"""The shape of a verdict, and the verdicts that need no judging.
+
+Every verdict, in the self-check and in the grader, for every kind of question, is one dict with
+the same fields: ``grade_id``, ``status``, ``points``, ``max_points``, ``message``, ``hint``,
+``case``, ``public``, ``expected`` and ``actual`` (some verdicts add more: ``mistake``,
+``diagnosis``, ``helpers``, ``where``, ``memory``). :func:`base_verdict` is that dict before
+anything is known; :func:`not_attempted` and :func:`not_callable` are the two verdicts every
+caller gives before it asks the rules.
+"""
+
+from __future__ import annotations
+
+__all__ = ["base_verdict", "not_attempted", "not_callable"]
+
+
+def base_verdict(meta) -> dict:
+    """A failed verdict with no points and nothing said yet."""
+    return {
+        "grade_id": meta["grade_id"],
+        "status": "failed",
+        "points": 0.0,
+        "max_points": float(meta["points"]),
+        "message": "",
+        "hint": "",
+        "case": None,
+        "public": True,
+        "expected": None,
+        "actual": None,
+    }
+
+
+def not_attempted(meta) -> dict:
+    """No answer yet: the stub still raises ``NotImplementedError``, or the answer is ``None``."""
+    return base_verdict(meta) | {"status": "not-attempted", "message": "not attempted yet"}
+
+
+def not_callable(meta, type_name: str) -> dict:
+    """A function question answered with something that is not a function."""
+    return base_verdict(meta) | {
+        "status": "error",
+        "message": f"expected a function, got {type_name}",
+        "hint": "pass the function itself, without calling it: check(id, my_function)",
+    }
