@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mha_helpers.trained import (  # noqa: E402
     RECIPES,
     WEIGHT_TOLERANCE,
+    starting_params,
     train_recipe,
 )
-from mha_helpers.training import init_model, train  # noqa: E402
 
 
 def largest_difference(a: dict, b: dict) -> float:
@@ -51,21 +51,11 @@ def perturbed(recipe, relative, pattern):
     """Train ``recipe`` with every starting weight multiplied by ``1 + k * relative``, k in
     {-1, 0, 1} at random (``pattern`` seeds the choice)."""
     rng = np.random.default_rng(pattern)
-    start = init_model(
-        recipe.vocab_size, recipe.seq_len, recipe.d_model, recipe.num_layers, seed=recipe.init_seed
-    )
-    start = {k: w * (1 + rng.integers(-1, 2, size=w.shape) * relative) for k, w in start.items()}
-    trained, _ = train(
-        start,
-        recipe.make_batch(),
-        recipe.num_heads,
-        steps=recipe.steps,
-        lr=recipe.lr,
-        warmup=recipe.warmup,
-        batch_size=recipe.batch_size,
-        seed=recipe.data_seed,
-    )
-    return trained
+    start = {
+        k: w * (1 + rng.integers(-1, 2, size=w.shape) * relative)
+        for k, w in starting_params(recipe).items()
+    }
+    return train_recipe(recipe, start=start)
 
 
 def generic_kernels_retrained(tmp: Path) -> dict:

@@ -64,6 +64,7 @@ __all__ = [
     "WEIGHT_TOLERANCE",
     "SHOWN_TOLERANCE",
     "shipped_file",
+    "starting_params",
     "train_recipe",
     "load_trained_model",
     "save_trained_models",
@@ -139,13 +140,21 @@ def shipped_file() -> Path:
     return Path(str(resources.files("mha_helpers").joinpath("data", "trained_heads.npz")))
 
 
-def train_recipe(recipe: Recipe) -> dict:
-    """Train a model from scratch by ``recipe``; return its parameters (float64)."""
-    params = init_model(
+def starting_params(recipe: Recipe) -> dict:
+    """The recipe's starting weights (:func:`mha_helpers.training.init_model`, ``init_seed``)."""
+    return init_model(
         recipe.vocab_size, recipe.seq_len, recipe.d_model, recipe.num_layers, seed=recipe.init_seed
     )
+
+
+def train_recipe(recipe: Recipe, start=None) -> dict:
+    """Train a model by ``recipe``; return its parameters (float64).
+
+    ``start`` replaces the recipe's starting weights (to measure how sensitive training is to
+    them; ``benchmarks/trained_models_spread.py``).
+    """
     trained, _ = train(
-        params,
+        starting_params(recipe) if start is None else start,
         recipe.make_batch(),
         recipe.num_heads,
         steps=recipe.steps,

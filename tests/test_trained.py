@@ -22,6 +22,7 @@ from mha_helpers.trained import (
     load_trained_model,
     shipped_file,
     shown_numbers,
+    starting_params,
 )
 from mha_helpers.training import init_model
 
@@ -59,9 +60,7 @@ def test_each_shipped_model_loads_with_the_shapes_of_its_recipe(name):
     assert {k: w.shape for k, w in model.params.items()} == {k: w.shape for k, w in fresh.items()}
     assert all(w.dtype == np.float64 and np.isfinite(w).all() for w in model.params.values())
     # trained, not the starting weights
-    start = init_model(
-        recipe.vocab_size, recipe.seq_len, recipe.d_model, recipe.num_layers, seed=recipe.init_seed
-    )
+    start = starting_params(recipe)
     assert np.abs(model.params["layers.0.w_q"] - start["layers.0.w_q"]).max() > 0.1
 
 
