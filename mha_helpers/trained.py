@@ -18,7 +18,7 @@ file is made, and checked, by one command::
 **Reproducibility.** Retraining gives the same weights bit for bit on the same machine and
 library versions. Another processor sums in another order, and the check allows for that:
 every retrained weight must lie within :data:`WEIGHT_TOLERANCE` (``1e-8``, absolute; the
-weights are of size 0.01 to 4) of the shipped one, and what the lessons print from the models
+largest weights are about 4) of the shipped one, and what the lessons print from the models
 (each head's attention on the first and the previous token, the test accuracy) within
 :data:`SHOWN_TOLERANCE`. How that was chosen (``benchmarks/trained_models_spread.py``
 measures it; numbers from 2026-12-01, NumPy 2.4 with OpenBLAS 0.3.31 on x86-64):
@@ -26,7 +26,7 @@ measures it; numbers from 2026-12-01, NumPy 2.4 with OpenBLAS 0.3.31 on x86-64):
 * retrained in a fresh process on the generic kernels (``OPENBLAS_CORETYPE=Prescott``, every
   NumPy SIMD dispatch target disabled), the weights moved by at most 1.3e-15;
 * every starting weight changed by one unit in the last place (3 random patterns): at most
-  2.7e-15. Training these models does not amplify rounding: a relative change of 1e-12 in the
+  2.7e-15. Training these models barely amplifies rounding: a relative change of 1e-12 in the
   starting weights moved the trained ones by at most 4.1e-12;
 * real changes are far larger: the learning rate changed by one part in a million moved the
   weights by 5.3e-7, one training step fewer by 5.6e-4 or more, another data seed by 0.15.
@@ -137,7 +137,7 @@ class TrainedModel:
 
 def shipped_file() -> Path:
     """Where the package keeps the trained weights (inside the installed package)."""
-    return Path(str(resources.files("mha_helpers").joinpath("data", "trained_heads.npz")))
+    return Path(str(resources.files("mha_helpers") / "data" / "trained_heads.npz"))
 
 
 def starting_params(recipe: Recipe) -> dict:
