@@ -21,6 +21,8 @@ Imported from their own modules (so importing the math stays light):
 * ``grading``: check, score_summary (learners); release and the grader (instructors)
 * ``backward``, ``training``, ``tasks``: the backward pass, a tiny trainable attention-only model
   and the toy tasks of lesson 06
+* ``trained``: small models the course trained with that code, shipped as package data
+  (``load_trained_model``; lessons 02 and 03 show their heads)
 * ``environment``: the set-up check of the start-here notebook
 """
 

@@ -2,7 +2,16 @@
 
 Names: ``d_model`` (d), ``num_heads`` (h query heads), ``num_kv_heads`` (g key/value heads,
 default h), ``d_head`` (head width, default d / h), ``n`` tokens. One multiply-add counts as
-2 FLOPs. Softmax and masking are lower order (about 5 h n^2) and not counted.
+2 FLOPs. The FLOP counts are the matrix products only. Softmax and masking are not counted,
+but they are not lower order: at about 5 operations per attention weight (a rough count),
+``5 h n^2`` grows as n^2 like the score products, and its ratio to their ``4 n^2 d`` FLOPs is
+``5 / (4 d_head)`` whatever n is. That is a count of operations, not time: on a GPU a non-matmul
+operation costs far more than a matmul FLOP (about 16 times on an A100: FlashAttention-2,
+arXiv 2307.08691, §3.1).
+
+>>> f = attention_flops(1024, 768, 12)     # GPT-2 small, d_head = 64: softmax work / score FLOPs
+>>> 5 * 12 * 1024**2 / (f["scores"] + f["weighted_sum"]) == 5 / (4 * 64)
+True
 
 >>> attention_params(768, 12)              # BERT-base / GPT-2 small: 4 d^2 + 4 d
 2362368
@@ -290,7 +299,8 @@ MODEL_CONFIGS: dict[str, ModelConfig] = dict([
     _cfg("GPT-2 medium", 1024, 24, 16, 16, 64, 1024, "MHA", "nanoGPT model.py config_args"),
     _cfg("GPT-2 large", 1280, 36, 20, 20, 64, 1024, "MHA", "nanoGPT model.py config_args"),
     _cfg("GPT-2 XL", 1600, 48, 25, 25, 64, 1024, "MHA", "nanoGPT model.py config_args"),
-    _cfg("GPT-3 175B", 12288, 96, 96, 96, 128, 2048, "MHA", "Brown et al. 2020, Table 2.1"),
+    _cfg("GPT-3 175B", 12288, 96, 96, 96, 128, 2048, "MHA",
+         "Brown et al. 2020, arXiv 2005.14165, Table 2.1; context 2048: §2.1"),
     _cfg("T5-base", 768, 12, 12, 12, 64, 512, "MHA", "Raffel et al. 2020, §3.1", "12+12",
          encoder_decoder=True),
     _cfg("ViT-B/16", 768, 12, 12, 12, 64, 197, "MHA", "google-research/vision_transformer configs",

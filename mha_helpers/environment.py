@@ -14,7 +14,14 @@ import sys
 import uuid
 from importlib import metadata
 
-__all__ = ["environment_report", "widget_check", "front_end", "install_command", "REQUIRED"]
+__all__ = [
+    "environment_report",
+    "widget_check",
+    "front_end",
+    "install_command",
+    "machine_description",
+    "REQUIRED",
+]
 
 # What the kernel needs (the same floors as pyproject.toml's dependencies).
 REQUIRED = {
@@ -166,3 +173,29 @@ class _WidgetCheck:
 def widget_check():
     """Return an object that shows a green tick where widgets work and says so plainly where not."""
     return _WidgetCheck()
+
+
+def machine_description() -> str:
+    """One line naming the processor and software a measurement ran on.
+
+    Lesson 04 prints it above its timings, so a reader of the stored notebook (or of the course
+    website, built from it) sees which machine measured them.
+
+    >>> "NumPy" in machine_description() and "logical cores" in machine_description()
+    True
+    """
+    import numpy as np
+
+    cpu = platform.processor() or platform.machine() or "unknown processor"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:  # Linux: the processor's name
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, NumPy {np.__version__}"
+    )

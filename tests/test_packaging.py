@@ -220,6 +220,10 @@ def test_the_wheel_holds_the_package_and_the_self_check_data_but_no_answers(whee
         assert f"mha_helpers/grading/selfcheck/data/{path.name}" in names, (
             f"{path.name} is not in the wheel"
         )
+    # the trained models that lessons 02 and 03 load (python -m mha_helpers.trained makes them)
+    models = sorted((ROOT / "mha_helpers" / "data").glob("*.npz"))
+    assert [p.name for p in models] == ["trained_heads.npz"]
+    assert "mha_helpers/data/trained_heads.npz" in names, "the trained models are not in the wheel"
     answers = [
         n
         for n in names
@@ -251,6 +255,12 @@ y, w = multi_head_attention(x, *rng.normal(size=(4, 8, 8)), num_heads=2, return_
 plot_heads(w, tokens=["a", "b", "c"])
 for make in (shape_explorer, kv_cache_explorer, cost_explorer):
     assert "mha-static-explorer" in make().picture_bundle()["text/html"]
+from mha_helpers.trained import load_trained_model, shipped_file
+assert str(shipped_file()).startswith(sys.prefix), shipped_file()  # the package's own copy
+model = load_trained_model("votes_two_heads")
+tokens, targets = model.make_batch(np.random.default_rng(0), 4)
+logits, weights = model.forward(tokens)
+assert weights[0].shape == (4, 2, 10, 10) and np.isfinite(logits).all()
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     check("q01_scores", None)
