@@ -7,7 +7,8 @@ Every lesson imports from here. The package only re-exports the public names of 
 * ``shapes``: check_shape, head_width
 * ``plots``: plot_attention, plot_heads
 * ``cost``: attention_params, attention_flops, kv_cache_bytes, format_bytes, MODEL_CONFIGS
-* ``tiling``: tiled_attention, online_softmax_update, attention_io (FlashAttention's tiling)
+* ``tiling``: tiled_attention, tiled_attention_backward, online_softmax_update, attention_io
+  (FlashAttention's tiling, and the weights recomputed in the backward pass)
 * ``scale``: step_cost, roofline_time, H100_SXM (a whole model's step on an accelerator)
 * ``latent``: mla_attention and its pieces (multi-head latent attention, DeepSeek-V2)
 * ``windows``: sliding_window_mask, sink_window_mask, receptive_field, RollingKVCache
@@ -51,7 +52,12 @@ from .pytorch import (
 )
 from .scale import H100_SXM, roofline_time, step_cost
 from .shapes import check_shape, head_width, kv_group_size
-from .tiling import attention_io, online_softmax_update, tiled_attention
+from .tiling import (
+    attention_io,
+    online_softmax_update,
+    tiled_attention,
+    tiled_attention_backward,
+)
 from .windows import RollingKVCache, receptive_field, sink_window_mask, sliding_window_mask
 
 __version__ = "0.1.0"
@@ -80,6 +86,7 @@ __all__ = [
     "to_pytorch_attn_mask",
     "to_pytorch_key_padding_mask",
     "tiled_attention",
+    "tiled_attention_backward",
     "online_softmax_update",
     "attention_io",
     "step_cost",
