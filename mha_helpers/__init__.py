@@ -36,9 +36,11 @@ from .cost import (
 )
 from .heads import grouped_query_attention, merge_heads, multi_head_attention, split_heads
 from .latent import (
+    mla_absorption_costs,
     mla_attention,
     mla_attention_from_cache,
     mla_cache_elements,
+    mla_fold_weights,
     mla_latent_cache,
     mla_weights,
     rope,
@@ -94,6 +96,8 @@ __all__ = [
     "H100_SXM",
     "mla_attention",
     "mla_attention_from_cache",
+    "mla_fold_weights",
+    "mla_absorption_costs",
     "mla_latent_cache",
     "mla_weights",
     "mla_cache_elements",

@@ -16,9 +16,11 @@ from mha_helpers import (
     MODEL_CONFIGS,
     RollingKVCache,
     causal_mask,
+    mla_absorption_costs,
     mla_attention,
     mla_attention_from_cache,
     mla_cache_elements,
+    mla_fold_weights,
     mla_latent_cache,
     mla_weights,
     receptive_field,
@@ -80,6 +82,62 @@ def test_mla_decodes_token_by_token_from_the_latent_cache():
             x[t : t + 1], np.array([t]), (c[: t + 1], k_r[: t + 1]), w, h
         )
         np.testing.assert_allclose(step, full[t : t + 1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mla_regrouped_and_folded_forms_equal_the_unabsorbed_one(seed):
+    """The regrouped products (the helper's absorbed path, as implementations compute it) and
+    the folded matrices (the proof) both give the unabsorbed layer's output, for random sizes,
+    positions and masks, to float64 round-off."""
+    rng = np.random.default_rng(100 + seed)
+    n, d_model, h = rng.integers(2, 9), rng.integers(4, 17), rng.integers(1, 5)
+    d_head, d_c, d_r = rng.integers(1, 7), rng.integers(1, 9), 2 * rng.integers(1, 4)
+    w = mla_weights(rng, d_model, h, d_head, d_c, d_r)
+    x = rng.normal(size=(n, d_model))
+    mask = causal_mask(n) & (rng.random((n, n)) < 0.7) | np.eye(n, dtype=bool)
+    unabsorbed = mla_attention(x, w, h, mask=mask)
+    c, k_r = mla_latent_cache(x, w)
+    regrouped = mla_attention_from_cache(x, np.arange(n), (c, k_r), w, h, mask=mask)
+    np.testing.assert_allclose(regrouped, unabsorbed, rtol=1e-10, atol=1e-12)
+    # Folded: one (d_model, d_c) matrix per head for the scores, one (d_c, d_model) for the output.
+    w_q_folded, w_o_folded = mla_fold_weights(w, h)
+    assert w_q_folded.shape == (h, d_model, d_c) and w_o_folded.shape == (h, d_c, d_model)
+    q_r = rope((x @ w["w_qr"]).reshape(n, h, d_r).transpose(1, 0, 2), np.arange(n))
+    scores = (x @ w_q_folded @ c.T + q_r @ k_r.T) / np.sqrt(d_head + d_r)  # (h, n, n)
+    e = np.exp(np.where(mask, scores, -np.inf) - scores.max(axis=-1, keepdims=True))
+    a = e / e.sum(axis=-1, keepdims=True)
+    folded = sum((a[i] @ c) @ w_o_folded[i] for i in range(h))  # (n, d_model)
+    np.testing.assert_allclose(folded, unabsorbed, rtol=1e-10, atol=1e-12)
+
+
+def test_mla_absorption_costs_count_the_arrays_and_deepseek_v2s_shape():
+    # The parameter counts are the sizes of the arrays: the folded ones from mla_fold_weights,
+    # the pieces from mla_weights (no query compression: d_query_latent = d_model).
+    d_model, h, d_head, d_c, d_r = 12, 3, 4, 5, 2
+    w = mla_weights(np.random.default_rng(0), d_model, h, d_head, d_c, d_r)
+    costs = mla_absorption_costs(d_model, h, d_head, d_c, d_r)
+    w_q_folded, w_o_folded = mla_fold_weights(w, h)
+    assert costs["query_params"] == {
+        "apart": w["w_q"].size + w["w_uk"].size,
+        "folded": w_q_folded.size,
+    }
+    assert costs["output_params"] == {
+        "apart": w["w_uv"].size + w["w_o"].size,
+        "folded": w_o_folded.size,
+    }
+    # DeepSeek-V2 (arXiv 2405.04434, §3.1.2): d_model 5120, 128 heads of 128, d_c 512,
+    # d'_c 1536, d_h^R 64. The figures of issue 34, item 8 and 9, worked out by hand:
+    ds = mla_absorption_costs(5120, 128, 128, 512, 64, d_query_latent=1536)
+    assert ds["query_params"] == {"apart": 1536 * 16384 + 512 * 16384, "folded": 128 * 1536 * 512}
+    assert round(ds["query_params"]["folded"] / 1e6) == 101  # against 25 M + 8.4 M
+    assert round(ds["output_params"]["folded"] / 1e6) == 336  # against 8.4 M + 84 M
+    assert round(ds["output_flops"]["apart"] / 1e6) == 185
+    assert round(ds["output_flops"]["folded"] / 1e6) == 671
+    flops = ds["attention_flops_per_cached_token"]
+    assert flops["absorbed"] == 128 * (2 * 576 + 2 * 512) == 278_528
+    assert flops["mha"] == 65_536 and flops["absorbed"] / flops["mha"] == 4.25
+    # About 242 FLOPs per byte of cache read (576 fp16 numbers per token and layer).
+    assert round(flops["absorbed"] / (2 * ds["cached_numbers_per_token"])) == 242
 
 
 def test_rope_scores_depend_only_on_the_distance():
