@@ -11,7 +11,8 @@ Every lesson imports from here. The package only re-exports the public names of 
   (FlashAttention's tiling, and the weights recomputed in the backward pass)
 * ``scale``: step_cost, roofline_time, H100_SXM (a whole model's step on an accelerator)
 * ``latent``: mla_attention and its pieces (multi-head latent attention, DeepSeek-V2)
-* ``windows``: sliding_window_mask, sink_window_mask, receptive_field, RollingKVCache
+* ``windows``: sliding_window_mask, sink_window_mask, receptive_field, RollingKVCache,
+  streaming_attention (positions assigned within the cache, StreamingLLM)
 * ``pytorch``: pytorch_state_dict, from_pytorch_state_dict, to_pytorch_attn_mask,
   to_pytorch_key_padding_mask (the same layer in ``torch.nn.MultiheadAttention``; NumPy only)
 
@@ -60,7 +61,13 @@ from .tiling import (
     tiled_attention,
     tiled_attention_backward,
 )
-from .windows import RollingKVCache, receptive_field, sink_window_mask, sliding_window_mask
+from .windows import (
+    RollingKVCache,
+    receptive_field,
+    sink_window_mask,
+    sliding_window_mask,
+    streaming_attention,
+)
 
 __version__ = "0.1.0"
 
@@ -106,4 +113,5 @@ __all__ = [
     "sink_window_mask",
     "receptive_field",
     "RollingKVCache",
+    "streaming_attention",
 ]

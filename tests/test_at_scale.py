@@ -30,6 +30,7 @@ from mha_helpers import (
     sink_window_mask,
     sliding_window_mask,
     step_cost,
+    streaming_attention,
 )
 from mha_helpers.cost import decoder_params
 
@@ -210,6 +211,64 @@ def test_rolling_buffer_decode_equals_window_attention(sinks):
         np.testing.assert_allclose(out[0], expected[t], rtol=1e-12)
     with pytest.raises(ValueError, match=r"expected \(3,\)"):
         cache.append(np.ones(2), np.ones(2))
+
+
+def test_cache_positions_are_streamingllms_example():
+    """Xiao et al. 2023, §3.2: a cache holding tokens [0, 1, 2, 3, 6, 7, 8] that decodes token 9
+    assigns positions [0, 1, 2, 3, 4, 5, 6, 7], not the text's [0, 1, 2, 3, 6, 7, 8, 9]."""
+    cache = RollingKVCache(window=4, d_k=2, d_v=1, sinks=4)
+    for t in range(10):
+        cache.append(np.full(2, float(t)), np.zeros(1))
+    by_time = dict(zip(cache.positions(), cache.cache_positions()))
+    assert by_time == {0: 0, 1: 1, 2: 2, 3: 3, 6: 4, 7: 5, 8: 6, 9: 7}
+
+
+@pytest.mark.parametrize("sinks, window", [(1, 3), (4, 4), (2, 6)])
+def test_streaming_attention_sees_a_short_sequence_however_long_the_stream(sinks, window):
+    """At every step the scores are those of a fresh sequence made of the cached tokens, in time
+    order, at positions 0, 1, 2, ... (computed here with rope and attention directly). Before
+    anything is evicted that is ordinary causal RoPE attention; after, no position exceeds
+    sinks + window - 1 while the text's positions keep growing."""
+    rng = np.random.default_rng(sinks * 10 + window)
+    n, d = 60, 4
+    q, k, v = rng.normal(size=(n, d)), rng.normal(size=(n, d)), rng.normal(size=(n, 3))
+    cache = RollingKVCache(window, d_k=d, d_v=3, sinks=sinks)
+    full_rope, _ = scaled_dot_product_attention(
+        rope(q, np.arange(n)), rope(k, np.arange(n)), v, causal_mask(n)
+    )
+    for t in range(n):
+        cache.append(k[t], v[t])  # keys stored before rotation
+        out, weights = streaming_attention(q[t], cache)
+        kept = np.sort(cache.positions())  # the cached tokens, in time order
+        fresh = np.arange(len(kept))  # their positions in a short sequence
+        expected, _ = scaled_dot_product_attention(
+            rope(q[t : t + 1], fresh[-1:]), rope(k[kept], fresh), v[kept]
+        )
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-14)
+        assert weights.shape == (1, len(kept)) and cache.cache_positions().max() == len(kept) - 1
+        assert cache.cache_positions().max() <= sinks + window - 1
+        if t < sinks + window:  # nothing evicted yet: the text's own positions
+            np.testing.assert_allclose(out[0], full_rope[t], rtol=1e-12, atol=1e-14)
+    # After eviction, keys rotated by their positions in the text give other scores: the
+    # distance from the last query to the first sink is n - 1 = 59, not sinks + window - 1.
+    held = cache.filled()
+    pre_rotated, _ = scaled_dot_product_attention(
+        rope(q[-1:], np.array([n - 1])),
+        rope(k[cache.positions()], cache.positions()),
+        cache.values[held],
+    )
+    assert np.abs(pre_rotated - out).max() > 1e-3
+
+
+def test_streaming_attention_refuses_bad_input():
+    cache = RollingKVCache(window=2, d_k=4, d_v=1)
+    with pytest.raises(ValueError, match="empty"):
+        streaming_attention(np.ones(4), cache)
+    cache.append(np.ones(4), np.ones(1))
+    with pytest.raises(ValueError, match=r"expected \(4,\) or \(1, 4\)"):
+        streaming_attention(np.ones(3), cache)
+    with pytest.raises(ValueError, match="RollingKVCache"):
+        streaming_attention(np.ones(4), {"keys": np.ones((1, 4))})
 
 
 def test_decode_step_of_llama_2_7b_by_hand():
