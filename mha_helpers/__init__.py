@@ -9,7 +9,8 @@ Every lesson imports from here. The package only re-exports the public names of 
 * ``cost``: attention_params, attention_flops, kv_cache_bytes, format_bytes, MODEL_CONFIGS
 * ``tiling``: tiled_attention, tiled_attention_backward, online_softmax_update, attention_io
   (FlashAttention's tiling, and the weights recomputed in the backward pass)
-* ``scale``: step_cost, roofline_time, H100_SXM (a whole model's step on an accelerator)
+* ``scale``: step_cost, roofline_time, batch_capacity, H100_SXM (a whole model's step on an
+  accelerator, and how many sequences fit beside its weights)
 * ``latent``: mla_attention and its pieces (multi-head latent attention, DeepSeek-V2)
 * ``windows``: sliding_window_mask, sink_window_mask, receptive_field, RollingKVCache,
   streaming_attention (positions assigned within the cache, StreamingLLM)
@@ -53,7 +54,7 @@ from .pytorch import (
     to_pytorch_attn_mask,
     to_pytorch_key_padding_mask,
 )
-from .scale import H100_SXM, roofline_time, step_cost
+from .scale import H100_SXM, batch_capacity, roofline_time, step_cost
 from .shapes import check_shape, head_width, kv_group_size
 from .tiling import (
     attention_io,
@@ -101,6 +102,7 @@ __all__ = [
     "step_cost",
     "roofline_time",
     "H100_SXM",
+    "batch_capacity",
     "mla_attention",
     "mla_attention_from_cache",
     "mla_fold_weights",

@@ -15,6 +15,7 @@ from mha_helpers import (
     H100_SXM,
     MODEL_CONFIGS,
     RollingKVCache,
+    batch_capacity,
     causal_mask,
     mla_absorption_costs,
     mla_attention,
@@ -306,3 +307,24 @@ def test_a_sliding_window_caps_the_cache_read():
         step_cost(MODEL_CONFIGS["DeepSeek-V2"], 1, 1)
     with pytest.raises(ValueError, match="context"):
         step_cost(m, 14336, 32000, context=-1)
+
+
+def test_batch_capacity_of_an_80_gb_h100():
+    """Llama 2 7B in fp16 stores 6,738,415,616 parameters (13.48 GB); each 4096-token sequence
+    caches 2 * 32 layers * 32 heads * 128 * 2 bytes * 4096 = 2 GiB. Into 80 x 10^9 bytes: 30
+    sequences (the 31st does not fit); into 80 GiB: 33."""
+    c = MODEL_CONFIGS["Llama 2 7B"]
+    weights, per_sequence = 2 * 6_738_415_616, 2 * 32 * 32 * 128 * 2 * 4096
+    assert H100_SXM["memory"] == 80e9
+    b = batch_capacity(c, 11008, 32000, context=4096)
+    assert b == 30 and weights + b * per_sequence <= 80e9 < weights + (b + 1) * per_sequence
+    assert batch_capacity(c, 11008, 32000, context=4096, memory_bytes=80 * 2**30) == 33
+    # Shorter sequences: more of them. A window caps the cache: Mistral 7B at 32k = at 4096.
+    assert batch_capacity(c, 11008, 32000, context=1024) == int(
+        (80e9 - weights) // (per_sequence / 4)
+    )
+    m = MODEL_CONFIGS["Mistral 7B"]
+    assert batch_capacity(m, 14336, 32000, 32768) == batch_capacity(m, 14336, 32000, 4096)
+    assert batch_capacity(c, 11008, 32000, 4096, memory_bytes=1e9) == 0  # weights alone too big
+    with pytest.raises(ValueError, match="MLA"):
+        batch_capacity(MODEL_CONFIGS["DeepSeek-V2"], 1, 1, 4096)
