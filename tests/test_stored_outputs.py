@@ -28,6 +28,7 @@ UNCOMPARED = {
     "environment_report": "prints the learner's own Python, packages and paths",
     "median_time": "prints wall-clock timings of this machine",
     "paired_times": "prints wall-clock timings of this machine",
+    "fastest_time": "prints wall-clock timings of this machine",
 }
 TOL = {"%": 1.0, "number": 0.05, "why": "a test tolerance, for the comparison itself"}
 
