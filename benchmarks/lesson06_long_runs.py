@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/lesson06_long_runs.py            # everything, about 5 min of CPU
     .venv/bin/python benchmarks/lesson06_long_runs.py --only vote
-    .venv/bin/python benchmarks/lesson06_long_runs.py --only induction  # about half a minute
+    .venv/bin/python benchmarks/lesson06_long_runs.py --only induction  # a few minutes
 
 Lesson 06 trains every model it shows in under half a minute. (Times are CPU time on one core
 of the 2-core machine the course is built on; `benchmarks/README.md` records the last run.) Two of its questions need more
@@ -17,11 +17,14 @@ set-ups, and the lesson quotes its output, labelled as such:
    test sequences per table.
 2. **induction**: how many seeds learn the repeated-segment task under each loss (a loss on
    the second copy only, as in the lesson's section 5, or the next token at every position,
-   section 6), 6 seeds each, 600 steps, and for each run the measurements that say *how* it
+   section 6), 12 seeds each, 600 steps, and for each run the measurements that say *how* it
    solved the task: layer 0's previous-token score at the induction keys, its duplicate-token
    score, layer 1's induction score, and path-specific ablations: accuracy with layer 0's
    output removed from one reader at a time, layer 1's queries, keys or values (Q-, K- or
-   V-composition) or the readout, everything else unchanged.
+   V-composition) or the readout, everything else unchanged. Each path is ablated three ways
+   (``mha_helpers.training.PATH_ABLATIONS``): zeroed, replaced by its mean over the test set
+   at each position, and resampled from another test sequence (5 random pairings, without a
+   sequence paired with itself; their mean is reported, and their spread).
 
 Everything is seeded: the same machine and library versions give the same numbers. The
 results are printed and written to ``benchmarks/results/lesson06_long_runs.json`` (not
@@ -63,6 +66,8 @@ VOTE_BUDGETS = {1: (300, 1000, 3000, 10000), 2: (300, 1000)}
 INDUCTION = dict(steps=600, lr=1e-2, warmup=100, batch_size=32)  # lesson 06, sections 5 and 6
 LEARNED = 0.8  # a run "learns the task" when it gets at least 80 % of the second copy right
 READERS = {"1.q": "queries", "1.k": "keys", "1.v": "values", "readout": "readout"}
+INDUCTION_SEEDS = 12
+RESAMPLINGS = 5  # random pairings of test sequences for resample ablation
 USED = 0.1  # a path is used when removing it costs at least 10 points of accuracy
 
 
@@ -110,6 +115,31 @@ def vote_runs(log) -> list[dict]:
     return rows
 
 
+def derangement(rng, n):
+    """A random permutation of range(n) that moves every element (no sequence reads itself)."""
+    while True:
+        perm = rng.permutation(n)
+        if not (perm == np.arange(n)).any():
+            return perm
+
+
+def ablations(model, tokens, targets) -> dict:
+    """Accuracy with layer 0's output removed from each reader, zeroed, mean and resampled."""
+    out = {}
+    perms = [derangement(np.random.default_rng(s), len(tokens)) for s in range(RESAMPLINGS)]
+    for reader, name in READERS.items():
+
+        def acc(how, reader=reader):
+            return accuracy(model, tokens, targets, num_heads=1, remove_paths=[(0, reader, how)])
+
+        out[f"without_layer0_at_{name}"] = acc("zero")  # the lesson's first table: zeroed
+        out[f"mean_at_{name}"] = acc("mean")
+        resampled = [acc(lambda y, p=p: y[p]) for p in perms]
+        out[f"resample_at_{name}"] = float(np.mean(resampled))
+        out[f"resample_spread_at_{name}"] = (min(resampled), max(resampled))
+    return out
+
+
 def induction_runs(log) -> list[dict]:
     make_repeats = repeated_segment_task(vocab_size=24, seq_len=20, min_len=4, max_len=9)
 
@@ -122,7 +152,7 @@ def induction_runs(log) -> list[dict]:
     parts = segment_positions(targets)
     rows = []
     for loss, make_batch in (("second copy", make_repeats), ("every position", make_next_token)):
-        for seed in range(6):
+        for seed in range(INDUCTION_SEEDS):
             t0 = time.perf_counter()
             start = init_model(
                 vocab_size=25, seq_len=20, d_model=32, num_layers=2, num_outputs=24, seed=seed
@@ -130,10 +160,8 @@ def induction_runs(log) -> list[dict]:
             model, _ = train(start, make_batch, num_heads=1, seed=seed, **INDUCTION)
             _, weights = forward(model, tokens, num_heads=1)
             acc = accuracy(model, tokens, targets, num_heads=1)
-            without = {  # path-specific ablations: layer 0's output removed from one reader
-                reader: accuracy(model, tokens, targets, num_heads=1, remove_paths=[(0, reader)])
-                for reader in READERS
-            }
+            ablated = ablations(model, tokens, targets)
+            without = {r: ablated[f"without_layer0_at_{READERS[r]}"] for r in READERS}
             label = circuit(acc, without)
             row = {
                 "loss": loss,
@@ -144,14 +172,18 @@ def induction_runs(log) -> list[dict]:
                 ),
                 "duplicate": float(duplicate_token_scores(weights[0], tokens, targets)[0]),
                 "induction": float(induction_scores(weights[1], tokens, targets)[0]),
-                **{f"without_layer0_at_{READERS[r]}": without[r] for r in READERS},
+                **ablated,
                 "label": label,
+                "label_mean": circuit(acc, {r: ablated[f"mean_at_{READERS[r]}"] for r in READERS}),
+                "label_resample": circuit(
+                    acc, {r: ablated[f"resample_at_{READERS[r]}"] for r in READERS}
+                ),
                 "seconds": time.perf_counter() - t0,
             }
             rows.append(row)
             log(
-                f"  induction, loss on {loss:<14} seed {seed}: {acc:.1%}  {label}  "
-                f"({row['seconds']:.1f} s)"
+                f"  induction, loss on {loss:<14} seed {seed}: {acc:.1%}  {label} / "
+                f"{row['label_mean']} / {row['label_resample']}  ({row['seconds']:.1f} s)"
             )
     return rows
 
@@ -195,6 +227,28 @@ def induction_table(rows) -> str:
         lines.append(
             f"loss on {where}: {learned} of {total} seeds learn the task "
             f"(accuracy >= {LEARNED:.0%})"
+        )
+    lines += [
+        "",
+        "The runs that learned the task, layer 0's output removed from one of layer 1's inputs "
+        "three ways: zeroed / replaced by its mean / resampled (mean of 5 pairings, min-max)",
+        f"{'loss on':<15} {'seed':>4} {'accuracy':>9}  {'queries':<34} {'keys':<34} "
+        f"{'values':<34} how (zero / mean / resample)",
+    ]
+    for r in rows:
+        if r["label"] == "not learned":
+            continue
+        cells = []
+        for name in ("queries", "keys", "values"):
+            lo, hi = r[f"resample_spread_at_{name}"]
+            cells.append(
+                f"{r[f'without_layer0_at_{name}']:.1%} / {r[f'mean_at_{name}']:.1%} / "
+                f"{r[f'resample_at_{name}']:.1%} ({lo:.1%}-{hi:.1%})"
+            )
+        lines.append(
+            f"{r['loss']:<15} {r['seed']:>4} {r['accuracy']:>9.1%}  "
+            + " ".join(f"{c:<34}" for c in cells)
+            + f" {r['label']} / {r['label_mean']} / {r['label_resample']}"
         )
     return "\n".join(lines)
 

@@ -7,10 +7,13 @@ Every lesson imports from here. The package only re-exports the public names of 
 * ``shapes``: check_shape, head_width
 * ``plots``: plot_attention, plot_heads
 * ``cost``: attention_params, attention_flops, kv_cache_bytes, format_bytes, MODEL_CONFIGS
-* ``tiling``: tiled_attention, online_softmax_update, attention_io (FlashAttention's tiling)
-* ``scale``: step_cost, roofline_time, H100_SXM (a whole model's step on an accelerator)
+* ``tiling``: tiled_attention, tiled_attention_backward, online_softmax_update, attention_io
+  (FlashAttention's tiling, and the weights recomputed in the backward pass)
+* ``scale``: step_cost, roofline_time, batch_capacity, H100_SXM (a whole model's step on an
+  accelerator, and how many sequences fit beside its weights)
 * ``latent``: mla_attention and its pieces (multi-head latent attention, DeepSeek-V2)
-* ``windows``: sliding_window_mask, sink_window_mask, receptive_field, RollingKVCache
+* ``windows``: sliding_window_mask, sink_window_mask, receptive_field, RollingKVCache,
+  streaming_attention (positions assigned within the cache, StreamingLLM)
 * ``pytorch``: pytorch_state_dict, from_pytorch_state_dict, to_pytorch_attn_mask,
   to_pytorch_key_padding_mask (the same layer in ``torch.nn.MultiheadAttention``; NumPy only)
 
@@ -37,9 +40,11 @@ from .cost import (
 )
 from .heads import grouped_query_attention, merge_heads, multi_head_attention, split_heads
 from .latent import (
+    mla_absorption_costs,
     mla_attention,
     mla_attention_from_cache,
     mla_cache_elements,
+    mla_fold_weights,
     mla_latent_cache,
     mla_weights,
     rope,
@@ -51,10 +56,21 @@ from .pytorch import (
     to_pytorch_attn_mask,
     to_pytorch_key_padding_mask,
 )
-from .scale import H100_SXM, roofline_time, step_cost
+from .scale import H100_SXM, batch_capacity, roofline_time, step_cost
 from .shapes import check_shape, head_width, kv_group_size
-from .tiling import attention_io, online_softmax_update, tiled_attention
-from .windows import RollingKVCache, receptive_field, sink_window_mask, sliding_window_mask
+from .tiling import (
+    attention_io,
+    online_softmax_update,
+    tiled_attention,
+    tiled_attention_backward,
+)
+from .windows import (
+    RollingKVCache,
+    receptive_field,
+    sink_window_mask,
+    sliding_window_mask,
+    streaming_attention,
+)
 
 __version__ = "0.1.0"
 
@@ -82,13 +98,17 @@ __all__ = [
     "to_pytorch_attn_mask",
     "to_pytorch_key_padding_mask",
     "tiled_attention",
+    "tiled_attention_backward",
     "online_softmax_update",
     "attention_io",
     "step_cost",
     "roofline_time",
     "H100_SXM",
+    "batch_capacity",
     "mla_attention",
     "mla_attention_from_cache",
+    "mla_fold_weights",
+    "mla_absorption_costs",
     "mla_latent_cache",
     "mla_weights",
     "mla_cache_elements",
@@ -97,4 +117,5 @@ __all__ = [
     "sink_window_mask",
     "receptive_field",
     "RollingKVCache",
+    "streaming_attention",
 ]

@@ -126,7 +126,17 @@ def check_qkv(q, k, v):
             f"k has shape {_fmt(k.shape)} and v has shape {_fmt(v.shape)}: there must be one "
             f"value per key (k.shape[-2] == v.shape[-2])"
         )
+    _check_some_keys(k)
     return q, k, v
+
+
+def _check_some_keys(k):
+    """Refuse ``n_k = 0``: with no keys every query's softmax is over nothing (0 / 0)."""
+    if k.shape[-2] == 0:
+        raise ValueError(
+            f"k has shape {_fmt(k.shape)}: there are no keys (n_k = 0), so a query has nothing "
+            f"to attend to and its softmax would be 0 / 0. Attention needs at least one key"
+        )
 
 
 def check_attention_mask(mask, n_q, n_k):
@@ -151,6 +161,7 @@ def _attention(q, k, v, mask=None, need_weights=True):
     (..., n_q, n_k) weights: the same numbers, one pass fewer over the largest array. It then
     returns ``(output, None)``.
     """
+    _check_some_keys(k)  # multi-head attention calls this function directly
     dtype = np.result_type(q, k, v)
     n_q, d_k = q.shape[-2:]
     n_k = k.shape[-2]

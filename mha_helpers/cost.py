@@ -280,10 +280,12 @@ def _cfg(*args, **kw):
 
 # Each model's `source` names where a learner can check its numbers without an account: the
 # paper (with its arXiv number) and table, or a public repository's file; docs/sources.md links
-# every paper. Llama 2 gives no shapes on its model card and its Hugging Face configs are gated,
-# so its shapes are cited to the LLaMA paper's Table 2 (Llama 2 7B and 70B keep the 7B and 65B
-# shapes, Llama 2 §2.2), its context (4096) and grouped-query attention (70B: 8 KV heads) to the
-# Llama 2 paper, Table 1 and Appendix A.2.1.
+# every paper. Llama 2 gives no shapes on its model card or in its paper (§2.2 only says it
+# follows Llama 1's architecture), and its Hugging Face configs, which do, are gated. Its
+# attention dimensions (d_model, layers, heads) are those of LLaMA 7B and 65B, so they are cited
+# to the LLaMA paper's Table 2; only those are shared: the feed-forward widths of LLaMA 65B and
+# Llama 2 70B differ (22,016 and 28,672; lesson 05). Its context (4096) and grouped-query
+# attention (70B: 8 KV heads) are cited to the Llama 2 paper, Table 1 and Appendix A.2.1.
 # A table, one model per line: kept out of the formatter's hands.
 # fmt: off
 MODEL_CONFIGS: dict[str, ModelConfig] = dict([

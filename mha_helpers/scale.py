@@ -31,11 +31,12 @@ import numpy as np
 from .cost import ModelConfig, decoder_params
 from .shapes import positive_int
 
-__all__ = ["H100_SXM", "step_cost", "roofline_time"]
+__all__ = ["H100_SXM", "step_cost", "roofline_time", "batch_capacity"]
 
 #: NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column: FP16 Tensor Core 1,979 teraFLOPS
-#: *with sparsity*, so about 990 for dense matrices; GPU memory bandwidth 3.35 TB/s. Peaks.
-H100_SXM = {"peak_flops": 1979e12 / 2, "bandwidth": 3.35e12}
+#: *with sparsity*, so about 990 for dense matrices; GPU memory bandwidth 3.35 TB/s; GPU memory
+#: 80 GB, taken as 80 x 10^9 bytes like the TB/s (the lower reading: the memory holds 80 GiB).
+H100_SXM = {"peak_flops": 1979e12 / 2, "bandwidth": 3.35e12, "memory": 80e9}
 
 
 def _nonneg_int(value, name):
@@ -125,3 +126,43 @@ def roofline_time(
         "time": max(compute, memory),
         "bound": "compute" if compute > memory else "memory",
     }
+
+
+def batch_capacity(
+    config: ModelConfig,
+    d_ff,
+    vocab_size,
+    context,
+    memory_bytes=H100_SXM["memory"],
+    bytes_per_element=2,
+) -> int:
+    """The most sequences of ``context`` tokens whose KV caches fit in ``memory_bytes`` beside
+    the model's weights (every parameter stored once, the embedding table included).
+
+    An upper bound: activations, workspace and fragmentation take memory too. A batch larger
+    than this does not fit on the device, so a roofline read at such a batch describes no
+    real step.
+
+    >>> from mha_helpers import MODEL_CONFIGS
+    >>> batch_capacity(MODEL_CONFIGS["Llama 2 7B"], 11008, 32000, context=4096)   # 80 GB H100
+    30
+    """
+    if config.num_kv_heads is None or config.encoder_only:
+        raise ValueError(
+            f"{config.name}: batch_capacity needs a decoder with num_kv_heads key/value heads "
+            f"(MHA, GQA or MQA); got kind {config.kind!r}"
+        )
+    if not memory_bytes > 0:
+        raise ValueError(f"memory_bytes must be positive, got {memory_bytes!r}")
+    params = decoder_params(
+        config.d_model,
+        config.num_layers,
+        config.num_heads,
+        config.num_kv_heads,
+        config.d_head,
+        positive_int(d_ff, "d_ff"),
+        positive_int(vocab_size, "vocab_size"),
+    )
+    free = memory_bytes - params * bytes_per_element
+    per_sequence = config.cache_bytes(positive_int(context, "context"), bytes_per_element)
+    return max(int(free // per_sequence), 0)

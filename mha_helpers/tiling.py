@@ -27,7 +27,12 @@ import numpy as np
 from .attention import check_attention_mask, check_qkv
 from .shapes import _fmt, positive_int
 
-__all__ = ["online_softmax_update", "tiled_attention", "attention_io"]
+__all__ = [
+    "online_softmax_update",
+    "tiled_attention",
+    "tiled_attention_backward",
+    "attention_io",
+]
 
 
 def online_softmax_update(m, ell, acc, scores, v_block):
@@ -65,7 +70,7 @@ def online_softmax_update(m, ell, acc, scores, v_block):
     return m_new, ell_new, acc_new
 
 
-def tiled_attention(q, k, v, *, block_size: int = 64, mask=None) -> np.ndarray:
+def tiled_attention(q, k, v, *, block_size: int = 64, mask=None, return_logsumexp=False):
     """Exact attention ``softmax(q k^T / sqrt(d_k)) v``, computed block by block over the keys.
 
     Parameters
@@ -77,9 +82,18 @@ def tiled_attention(q, k, v, *, block_size: int = 64, mask=None) -> np.ndarray:
     mask : optional boolean array broadcastable to (..., n_q, n_k); True = may attend (the
         course's polarity, as in :func:`mha_helpers.scaled_dot_product_attention`)
 
+    return_logsumexp : also return each row's ``log(sum_j exp(score_j))``, ``(..., n_q)``: the
+        one number per query that FlashAttention keeps for its backward pass
+        (:func:`tiled_attention_backward` recomputes the weights from it)
+
     Returns the output, ``(..., n_q, d_v)``: the same numbers as
     ``scaled_dot_product_attention(q, k, v, mask)[0]`` up to round-off. The attention weights
     are never formed: per head, at most ``n_q x block_size`` scores exist at any time.
+
+    The output has the inputs' dtype, but the scores and the running sums are kept in float32
+    at least, as FlashAttention keeps them for fp16 inputs: summing hundreds of exponentials in
+    float16 would lose about three digits. ``n_k = 0`` (no keys) raises ``ValueError``, as
+    :func:`mha_helpers.scaled_dot_product_attention` does.
 
     >>> q = k = v = np.eye(3)
     >>> tiled_attention(q, k, v, block_size=2).shape
@@ -109,17 +123,23 @@ def tiled_attention(q, k, v, *, block_size: int = 64, mask=None) -> np.ndarray:
                 f"those of q, k and v, {_fmt(batch)}"
             ) from None
 
-    q = q * np.asarray(1.0 / math.sqrt(d_k), dtype=dtype)  # (..., n_q, d_k), scaled once
-    m = np.full(batch + (n_q,), -np.inf, dtype=dtype)  # (..., n_q): running max
-    ell = np.zeros(batch + (n_q,), dtype=dtype)  # (..., n_q): running sum of exp
-    acc = np.zeros(batch + (n_q, d_v), dtype=dtype)  # (..., n_q, d_v): running output
+    wide = np.promote_types(dtype, np.float32)  # float16 in: scores and sums in float32
+    q = q.astype(wide) * np.asarray(1.0 / math.sqrt(d_k), dtype=wide)  # (..., n_q, d_k)
+    m = np.full(batch + (n_q,), -np.inf, dtype=wide)  # (..., n_q): running max
+    ell = np.zeros(batch + (n_q,), dtype=wide)  # (..., n_q): running sum of exp
+    acc = np.zeros(batch + (n_q, d_v), dtype=wide)  # (..., n_q, d_v): running output
     for start in range(0, n_k, block_size):  # the last block may be shorter: range covers it
         stop = min(start + block_size, n_k)
-        scores = q @ k[..., start:stop, :].swapaxes(-1, -2)  # (..., n_q, b), b <= block_size
+        k_block = k[..., start:stop, :].astype(wide, copy=False)  # (..., b, d_k)
+        scores = q @ k_block.swapaxes(-1, -2)  # (..., n_q, b), b <= block_size
         if mask is not None:
-            scores = np.where(mask[..., start:stop], scores, np.asarray(-np.inf, dtype=dtype))
-        m, ell, acc = online_softmax_update(m, ell, acc, scores, v[..., start:stop, :])
-    return acc / ell[..., None]  # (..., n_q, d_v)
+            scores = np.where(mask[..., start:stop], scores, np.asarray(-np.inf, dtype=wide))
+        v_block = v[..., start:stop, :].astype(wide, copy=False)  # (..., b, d_v)
+        m, ell, acc = online_softmax_update(m, ell, acc, scores, v_block)
+    out = (acc / ell[..., None]).astype(dtype, copy=False)  # (..., n_q, d_v)
+    if return_logsumexp:
+        return out, m + np.log(ell)  # (..., n_q): log sum_j exp(score_j), in float32 or wider
+    return out
 
 
 def attention_io(n, d, sram_elements, algorithm="standard") -> dict:
@@ -135,6 +155,14 @@ def attention_io(n, d, sram_elements, algorithm="standard") -> dict:
       ``T_c = ceil(n / B_c)`` key blocks, all of Q is read, O is read and written and the
       running max and sum (m, l) are read and written. Total ``2 n d + T_c (3 n d + 4 n)``:
       Theta(n^2 d^2 / M).
+    * ``"tiled_q_outer"``: the loop order of FlashAttention-2 (Dao 2023, arXiv 2307.08691,
+      Algorithm 1), query blocks outside, key blocks inside. The course's count, with blocks
+      of ``B = ceil(M / 4d)`` queries and as many keys (the same split of the fast memory as
+      above): each query block is read once, its output and its row's log-sum-exp written
+      once, and all of K and V read once per query block. Total
+      ``2 n d + n + T_r 2 n d`` with ``T_r = ceil(n / B)``: Theta(n^2 d^2 / M) again, but
+      without re-reading Q and re-writing O, so about ``M / (2 d^2)`` below standard
+      attention instead of ``M / (3 d^2)``.
 
     Returns a dict of element counts by item (e.g. ``"S and P"``, ``"Q"``) plus ``"total"``;
     multiply by the bytes per element for bytes.
@@ -151,20 +179,96 @@ def attention_io(n, d, sram_elements, algorithm="standard") -> dict:
             "O written": n * d,
             "S and P (n x n)": 4 * n * n,  # S written, S read, P written, P read
         }
-    elif algorithm == "tiled":
-        b_c = math.ceil(sram / (4 * d))
-        if b_c < 1 or sram < 4 * d:
+    elif algorithm in ("tiled", "tiled_q_outer"):
+        block = math.ceil(sram / (4 * d))
+        if block < 1 or sram < 4 * d:
             raise ValueError(
                 f"sram_elements={sram} is too small for d={d}: a block of keys, values, queries "
                 f"and outputs needs at least 4 d = {4 * d} numbers of fast memory"
             )
-        t_c = math.ceil(n / b_c)
-        out = {
-            "Q, K, V read": 2 * n * d + t_c * n * d,  # K, V once; Q once per key block
-            "O read and written": t_c * 2 * n * d,  # once per key block
-            "m and l": t_c * 4 * n,  # running max and sum, read and written per key block
-        }
+        passes = math.ceil(n / block)  # T_c key blocks (Algorithm 1) or T_r query blocks
+        if algorithm == "tiled":
+            out = {
+                "Q, K, V read": 2 * n * d + passes * n * d,  # K, V once; Q once per key block
+                "O read and written": passes * 2 * n * d,  # once per key block
+                "m and l": passes * 4 * n,  # running max and sum, read and written per key block
+            }
+        else:
+            out = {
+                "Q, K, V read": n * d + passes * 2 * n * d,  # Q once; K, V once per query block
+                "O written": n * d,  # once, when its query block is done
+                "log-sum-exp written": n,  # one number per query, kept for the backward pass
+            }
     else:
-        raise ValueError(f"algorithm must be 'standard' or 'tiled', got {algorithm!r}")
+        raise ValueError(
+            f"algorithm must be 'standard', 'tiled' or 'tiled_q_outer', got {algorithm!r}"
+        )
     out["total"] = sum(out.values())
     return out
+
+
+def tiled_attention_backward(q, k, v, out, logsumexp, d_out, *, block_size: int = 64, mask=None):
+    """Gradients of tiled attention with the weights *recomputed*, never stored (FlashAttention's
+    backward pass, Dao et al. 2022, §3.1 "Recomputation" and Appendix B).
+
+    Parameters
+    ----------
+    q, k, v : (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v), the same leading axes
+    out, logsumexp : (..., n_q, d_v) and (..., n_q), what
+        ``tiled_attention(q, k, v, mask=mask, return_logsumexp=True)`` returned
+    d_out : (..., n_q, d_v), the gradient of the loss with respect to ``out``
+    block_size, mask : as in :func:`tiled_attention`
+
+    Returns ``(d_q, d_k, d_v)`` with the shapes and dtype of ``q``, ``k``, ``v``. The forward
+    pass kept one number per query (its log-sum-exp) instead of the ``n_q x n_k`` weights;
+    here each block of weights is rebuilt from it, ``exp(score - logsumexp)``, used and dropped,
+    so at most ``n_q x block_size`` weights exist at any time. Per block of keys::
+
+        d_v_block = P^T d_out
+        d_P = d_out v_block^T
+        d_S = P * (d_P - D),   D = rowsum(d_out * out)   (the softmax's backward)
+        d_q += d_S k_block / sqrt(d_k),   d_k_block = d_S^T q / sqrt(d_k)
+    """
+    block_size = positive_int(block_size, "block_size", " of keys per block")
+    q, k, v = check_qkv(q, k, v)
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(
+            f"q, k and v have leading axes {_fmt(q.shape[:-2])}, {_fmt(k.shape[:-2])} and "
+            f"{_fmt(v.shape[:-2])}: the backward pass needs the same leading axes on all three"
+        )
+    n_q, d_k = q.shape[-2:]
+    n_k, d_v = v.shape[-2:]
+    lead = q.shape[:-2]
+    for name, arr, shape in (
+        ("out", out, (n_q, d_v)),
+        ("d_out", d_out, (n_q, d_v)),
+        ("logsumexp", logsumexp, (n_q,)),
+    ):
+        if np.shape(arr) != lead + shape:
+            raise ValueError(
+                f"{name} has shape {_fmt(np.shape(arr))}, expected {_fmt(lead + shape)}: "
+                f"from tiled_attention(q, k, v, return_logsumexp=True) and its gradient"
+            )
+    if mask is not None:
+        mask = check_attention_mask(mask, n_q, n_k)
+        mask = np.broadcast_to(mask, mask.shape[:-2] + (n_q, n_k))  # a view, sliced by block
+    wide = np.promote_types(np.result_type(q, k, v), np.float32)
+    scale = 1.0 / math.sqrt(d_k)
+    q_s = q.astype(wide) * np.asarray(scale, dtype=wide)  # (..., n_q, d_k)
+    d_out = np.asarray(d_out).astype(wide)  # (..., n_q, d_v)
+    lse = np.asarray(logsumexp).astype(wide)[..., None]  # (..., n_q, 1)
+    big_d = (d_out * np.asarray(out).astype(wide)).sum(axis=-1, keepdims=True)  # (..., n_q, 1)
+    d_q = np.zeros(q.shape, dtype=wide)  # (..., n_q, d_k)
+    d_k_all, d_v_all = np.zeros(k.shape, dtype=wide), np.zeros(v.shape, dtype=wide)
+    for start in range(0, n_k, block_size):
+        stop = min(start + block_size, n_k)
+        k_b = k[..., start:stop, :].astype(wide, copy=False)  # (..., b, d_k)
+        v_b = v[..., start:stop, :].astype(wide, copy=False)  # (..., b, d_v)
+        p = np.exp(q_s @ k_b.swapaxes(-1, -2) - lse)  # (..., n_q, b): recomputed weights
+        if mask is not None:
+            p = np.where(mask[..., start:stop], p, 0)  # (..., n_q, b)
+        d_v_all[..., start:stop, :] = p.swapaxes(-1, -2) @ d_out  # (..., b, d_v)
+        d_s = p * (d_out @ v_b.swapaxes(-1, -2) - big_d)  # (..., n_q, b)
+        d_q += d_s @ k_b * scale  # (..., n_q, d_k)
+        d_k_all[..., start:stop, :] = d_s.swapaxes(-1, -2) @ q_s  # (..., b, d_k): scale in q_s
+    return tuple(g.astype(a.dtype, copy=False) for g, a in ((d_q, q), (d_k_all, k), (d_v_all, v)))

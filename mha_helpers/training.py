@@ -29,6 +29,7 @@ from .heads import merge_heads, split_heads
 from .shapes import _fmt
 
 __all__ = [
+    "PATH_ABLATIONS",
     "init_model",
     "num_layers",
     "forward",
@@ -127,11 +128,11 @@ def forward(
     remove_paths : optional collection of ``(source, reader)`` pairs, a *path-specific*
         ablation: the output of layer ``source`` is removed from what one reader sees, and from
         nothing else. ``reader`` is ``"L.q"``, ``"L.k"`` or ``"L.v"`` (the queries, keys or
-        values of a later layer ``L``, which are then computed from the residual stream minus
-        that output) or ``"readout"`` (the logits are computed from the final stream minus it).
-        ``(0, "1.k")`` asks: how well does the model do if layer 1's keys cannot see what layer
-        0 wrote (K-composition), while its queries, its values and the readout still can? Not
-        supported with ``return_cache``.
+        values of a later layer ``L``) or ``"readout"`` (the logits). ``(0, "1.k")`` asks: how
+        well does the model do if layer 1's keys cannot see what layer 0 wrote (K-composition),
+        while its queries, its values and the readout still can? An optional third entry,
+        ``"zero"`` (default), ``"mean"``, ``"resample"`` (:data:`PATH_ABLATIONS`) or a function
+        of the removed output, says what the reader sees instead. Not with ``return_cache``.
 
     Returns ``(logits, weights)``: logits ``(batch, n, num_outputs)`` and a list with each
     layer's attention weights ``(batch, h, n, n)`` (plus the cache when asked).
@@ -148,10 +149,10 @@ def forward(
         w = [params[f"layers.{layer}.{name}"] for name in WEIGHTS]
         head_mask = None if head_masks is None else head_masks[layer]
         if any(f"{layer}.{part}" in removed for part in "qkv"):
-            # each of q, k, v reads the stream minus the outputs removed from it
+            # each of q, k, v reads the stream with the outputs removed from it replaced
             xq, xk, xv = (
-                x - sum(outputs[s] for s in removed.get(f"{layer}.{part}", ())) for part in "qkv"
-            )  # (batch, n, d_model) each
+                _replaced(x, outputs, removed.get(f"{layer}.{part}", ())) for part in "qkv"
+            )
             y, cache = _mha_three_inputs(xq, xk, xv, *w, num_heads, mask, head_mask)
         else:
             y, cache = mha_forward(x, *w, num_heads=num_heads, mask=mask, head_mask=head_mask)
@@ -161,7 +162,7 @@ def forward(
         outputs.append(y)
         caches.append(cache)
         weights.append(cache["weights"])  # (batch, h, n, n)
-    read = x - sum(outputs[s] for s in removed.get("readout", ()))  # (batch, n, d_model)
+    read = _replaced(x, outputs, removed.get("readout", ()))  # (batch, n, d_model)
     logits = read @ params["unembed"]  # (batch, n, num_outputs)
     if return_cache:
         return logits, weights, {"tokens": tokens, "x_final": x, "layers": caches}
@@ -191,8 +192,27 @@ def _check_output_masks(output_masks, layers, shape, return_cache) -> None:
             )
 
 
+def _replaced(x, outputs, paths):
+    """The stream ``x`` with each ``(source, replacement)`` path's output replaced."""
+    return x - sum(outputs[s] - swap(outputs[s]) for s, swap in paths)  # (batch, n, d_model)
+
+
+#: What a path-specific ablation puts in place of the removed output, for the one reader:
+#: ``"zero"`` nothing; ``"mean"`` that output averaged over the batch at each position (what the
+#: reader sees on average); ``"resample"`` that output computed on another sequence of the
+#: batch (sequence b gets sequence b - 1's). Zero ablation also moves the reader's input far
+#: from anything it saw in training; mean and resample ablation keep it in range, so a large
+#: loss under them says more about what the path carries.
+PATH_ABLATIONS = {
+    "zero": lambda y: 0.0,
+    "mean": lambda y: y.mean(axis=0, keepdims=True),  # (1, n, d_model)
+    "resample": lambda y: y[np.roll(np.arange(len(y)), 1)],  # (batch, n, d_model)
+}
+
+
 def _check_paths(remove_paths, layers, return_cache) -> dict:
-    """Validate ``remove_paths`` of :func:`forward`; return ``{reader: [source layers]}``."""
+    """Validate ``remove_paths`` of :func:`forward`; return
+    ``{reader: [(source layer, replacement function)]}``."""
     if not remove_paths:
         return {}
     if return_cache:
@@ -202,8 +222,14 @@ def _check_paths(remove_paths, layers, return_cache) -> dict:
         )
     removed: dict = {}
     for pair in remove_paths:
-        ok = isinstance(pair, (tuple, list)) and len(pair) == 2
-        source, reader = pair if ok else (None, None)
+        ok = isinstance(pair, (tuple, list)) and len(pair) in (2, 3)
+        source, reader = pair[:2] if ok else (None, None)
+        how = pair[2] if ok and len(pair) == 3 else "zero"
+        if not callable(how) and how not in PATH_ABLATIONS:
+            raise ValueError(
+                f"remove_paths entry {pair!r}: the replacement must be one of "
+                f"{list(PATH_ABLATIONS)} or a function of the removed output, got {how!r}"
+            )
         if reader == "readout":
             later = True
         elif isinstance(reader, str) and reader.count(".") == 1:
@@ -218,7 +244,8 @@ def _check_paths(remove_paths, layers, return_cache) -> dict:
                 f"e.g. (0, '1.k'), a source layer in 0..{layers - 1} and a reader that comes "
                 f"after it, 'L.q', 'L.k' or 'L.v' of a later layer L, or 'readout'"
             )
-        removed.setdefault(reader, []).append(int(source))
+        swap = how if callable(how) else PATH_ABLATIONS[how]
+        removed.setdefault(reader, []).append((int(source), swap))
     return removed
 
 

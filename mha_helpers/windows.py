@@ -8,7 +8,12 @@ window, generation needs only the last ``window`` keys and values: a rolling buf
 the keys and values of position t into slot ``t % window``.
 
 An attention sink (Xiao et al. 2023, "StreamingLLM", arXiv 2309.17453) keeps the first few
-positions in the cache as well, forever: :func:`sink_window_mask`.
+positions in the cache as well, forever: :func:`sink_window_mask`. With rotary position
+embeddings a cache with sinks is not enough to stream past the length a model was trained on:
+keys rotated by their positions in the text put a sink 10,000 positions away from the query
+after 10,000 tokens. StreamingLLM (§3.2) caches keys *before* rotation and assigns positions
+within the cache at every step, so no distance ever exceeds the cache's size:
+:meth:`RollingKVCache.cache_positions` and :func:`streaming_attention`.
 
 >>> sliding_window_mask(4, 2).astype(int)
 array([[1, 0, 0, 0],
@@ -21,9 +26,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .attention import scaled_dot_product_attention
+from .latent import rope
 from .shapes import _fmt, as_float_array, positive_int
 
-__all__ = ["sliding_window_mask", "sink_window_mask", "receptive_field", "RollingKVCache"]
+__all__ = [
+    "sliding_window_mask",
+    "sink_window_mask",
+    "receptive_field",
+    "RollingKVCache",
+    "streaming_attention",
+]
 
 
 def sliding_window_mask(n, window) -> np.ndarray:
@@ -130,3 +143,52 @@ class RollingKVCache:
     def positions(self) -> np.ndarray:
         """The positions held by the filled slots, in slot order (not time order)."""
         return self._pos[self.filled()]
+
+    def cache_positions(self) -> np.ndarray:
+        """The position each filled slot gets *within the cache*, in slot order (StreamingLLM,
+        Xiao et al. 2023, §3.2): the sinks keep 0 .. sinks - 1, and the other held positions,
+        taken in time order, follow as sinks, sinks + 1, ... So the newest token's position is
+        the number of filled slots minus one, however long the stream.
+
+        >>> cache = RollingKVCache(window=4, d_k=2, d_v=1, sinks=4)
+        >>> for t in range(10):                  # tokens 0 .. 9; 4 and 5 have left the window
+        ...     cache.append(np.zeros(2), np.zeros(1))
+        >>> cache.positions(), cache.cache_positions()
+        (array([0, 1, 2, 3, 8, 9, 6, 7]), array([0, 1, 2, 3, 6, 7, 4, 5]))
+        """
+        held = self.positions()  # (filled,): positions in the text, slot order
+        order = np.argsort(held, kind="stable")  # slots from the oldest to the newest
+        ranks = np.empty(len(held), dtype=np.int64)
+        ranks[order] = np.arange(len(held))  # (filled,): the rank of each slot in time order
+        return ranks
+
+
+def streaming_attention(q, cache, base: float = 10000.0):
+    """Attend the newest token's query to a :class:`RollingKVCache` of keys stored *before*
+    rotation, with rotary positions assigned within the cache (StreamingLLM, Xiao et al. 2023,
+    §3.2): each cached key is rotated by :meth:`RollingKVCache.cache_positions`, the query by
+    the position of the newest entry (its own key must already be appended).
+
+    ``q``: ``(d_k,)`` or ``(1, d_k)``, not yet rotated, ``d_k`` even. Returns
+    ``(output, weights)``, ``(1, d_v)`` and ``(1, filled slots)``, as
+    :func:`mha_helpers.scaled_dot_product_attention` does. The model then sees the same
+    scores as for a short sequence made of the cached tokens in time order at positions
+    0, 1, 2, ...: no distance between a query and a key exceeds ``sinks + window - 1``, which
+    is what lets a model trained on short sequences run on an endless stream.
+    """
+    if not isinstance(cache, RollingKVCache):
+        raise ValueError(f"cache must be a RollingKVCache, got {type(cache).__name__}")
+    q = as_float_array(q, "q").reshape(1, -1) if np.ndim(q) == 1 else as_float_array(q, "q")
+    d_k = cache.keys.shape[1]
+    if q.shape != (1, d_k):
+        raise ValueError(
+            f"q has shape {_fmt(q.shape)}, expected ({d_k},) or (1, {d_k}): the newest token's "
+            f"query, as wide as the cached keys"
+        )
+    held = cache.filled()
+    if not held.any():
+        raise ValueError("the cache is empty: append the newest token's key and value first")
+    positions = cache.cache_positions()  # (filled,)
+    keys = rope(cache.keys[held], positions, base)  # (filled, d_k): rotated at every step
+    query = rope(q, np.array([positions.max()]), base)  # (1, d_k): the newest position
+    return scaled_dot_product_attention(query, keys, cache.values[held])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -513,3 +514,71 @@ def test_pytorch_initialisation_scales_quoted_in_lesson_01():
     assert (
         layer.in_proj_bias.abs().max().item() == 0 and layer.out_proj.bias.abs().max().item() == 0
     )
+
+
+# --- what PyTorch returns for a fully masked row (lesson 07, section 3; issue 34, item 16) -------
+
+MEASURED_TORCH = "2.13"  # lesson 07 states what this version does, as measured here
+
+
+def _torch_as_measured():
+    torch = _torch_or_skip()
+    if not torch.__version__.startswith(MEASURED_TORCH + "."):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI installs torch {MEASURED_TORCH}; found {torch.__version__}")
+        pytest.skip(
+            f"lesson 07 states what torch {MEASURED_TORCH} does; this is torch {torch.__version__}"
+        )
+    return torch
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("how", ["key_padding_mask", "attn_mask"])
+@pytest.mark.parametrize(
+    "training, grad, need_weights",
+    [(t, g, w) for w in (False, True) for t in (True, False) for g in (True, False)],
+)
+def test_torch_multihead_attention_on_a_fully_masked_row(how, bias, training, grad, need_weights):
+    """nn.MultiheadAttention (batch_first=True) on a query whose every key is masked, by a
+    key_padding_mask that masks a whole sequence or by a row of attn_mask. Measured on torch
+    2.13 (CPU): with need_weights=False that row's attention is 0 (the layer returns its
+    out_proj bias there), in training mode or with gradients on; on the eval + no_grad fast
+    path, which a layer with biases (the default, bias=True) takes, it is NaN; with
+    need_weights=True it is NaN always. Lesson 07 states this, naming the version."""
+    torch = _torch_as_measured()
+    torch.manual_seed(0)
+    layer = torch.nn.MultiheadAttention(8, 2, bias=bias, batch_first=True).train(training)
+    if bias:
+        with torch.no_grad():
+            layer.in_proj_bias.normal_()
+            layer.out_proj.bias.normal_()
+    x = torch.randn(2, 3, 8)
+    if how == "key_padding_mask":  # True = may NOT attend: sequence 1 has no key at all
+        kwargs = {"key_padding_mask": torch.tensor([[False] * 3, [True] * 3])}
+        rows, others = (slice(1, 2), slice(None)), (slice(0, 1), slice(None))
+    else:  # query 1 of each sequence may attend to nothing
+        mask = torch.tensor([[False, False, True], [True, True, True], [False, False, False]])
+        kwargs = {"attn_mask": mask}
+        rows, others = (slice(None), slice(1, 2)), (slice(None), slice(2, 3))
+    with torch.set_grad_enabled(grad):
+        y, _ = layer(x, x, x, need_weights=need_weights, **kwargs)
+    y = y.detach().numpy()
+    assert np.isfinite(y[others]).all()  # the rows with keys to attend to are fine
+    fast_path = bias and not training and not grad and not need_weights
+    if need_weights or fast_path:
+        assert np.isnan(y[rows]).all()
+    else:  # attention gave 0, so the output is the output projection's bias (or 0)
+        b = layer.out_proj.bias.detach().numpy() if bias else np.zeros(8, np.float32)
+        assert np.array_equal(y[rows], np.broadcast_to(b, y[rows].shape))
+
+
+def test_torch_sdpa_returns_zero_for_a_fully_masked_row():
+    """F.scaled_dot_product_attention (boolean mask, True = may attend) returns 0 there."""
+    torch = _torch_as_measured()
+    q = torch.randn(1, 2, 3, 4, generator=torch.Generator().manual_seed(1))
+    mask = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            out = torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        out = out.detach().numpy()
+        assert np.array_equal(out[0, :, 1], np.zeros((2, 4))) and np.isfinite(out).all()

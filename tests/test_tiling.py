@@ -21,9 +21,11 @@ from test_attention import _torch_or_skip
 from mha_helpers import (
     attention_io,
     causal_mask,
+    multi_head_attention,
     online_softmax_update,
     scaled_dot_product_attention,
     tiled_attention,
+    tiled_attention_backward,
 )
 
 
@@ -257,5 +259,175 @@ def test_io_saving_grows_with_sram_and_bad_arguments_are_refused():
     assert large < standard < small  # tiling pays only when the fast memory is large next to d^2
     with pytest.raises(ValueError, match="too small"):
         attention_io(16, 64, 100, "tiled")
-    with pytest.raises(ValueError, match="'standard' or 'tiled'"):
+    with pytest.raises(ValueError, match="'standard', 'tiled' or 'tiled_q_outer'"):
         attention_io(16, 8, 1000, "flash")
+
+
+# --- no keys, and float16 inputs (issue 34, item 19) --------------------------------------------
+
+
+def test_no_keys_is_refused_like_scaled_dot_product_attention():
+    q, k, v = np.ones((2, 4)), np.ones((0, 4)), np.ones((0, 3))
+    for attend in (
+        lambda: tiled_attention(q, k, v, block_size=2),
+        lambda: scaled_dot_product_attention(q, k, v),
+        lambda: multi_head_attention(q, *[np.eye(4)] * 4, num_heads=2, context=k),
+    ):
+        with pytest.raises(ValueError, match=r"no keys \(n_k = 0\)"):
+            attend()
+
+
+def fp16_accumulating(q, k, v, block_size):
+    """The online softmax with every running sum kept in float16: what the helper must not do."""
+    scale = np.float16(1 / math.sqrt(q.shape[-1]))
+    m = np.full(q.shape[0], -np.inf, dtype=np.float16)
+    ell = np.zeros(q.shape[0], dtype=np.float16)
+    acc = np.zeros((q.shape[0], v.shape[1]), dtype=np.float16)
+    for start in range(0, len(k), block_size):
+        scores = (q * scale) @ k[start : start + block_size].T
+        m, ell, acc = online_softmax_update(m, ell, acc, scores, v[start : start + block_size])
+    return acc / ell[:, None]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_float16_inputs_are_accumulated_in_float32(seed):
+    """The output is float16 and rounded correctly from the exact answer for its float16
+    inputs: within half a unit in the last place (2^-11 relative), plus float32 round-off of the
+    running sums (2^-20 absolute, for outputs that nearly cancel to 0). Summing the 300
+    exponentials in float16 instead misses that bound by a factor of about a hundred."""
+    rng = np.random.default_rng(seed)
+    n, d = 300, 16
+    q, k, v = (rng.normal(size=(n, d)).astype(np.float16) for _ in range(3))
+    exact, _ = scaled_dot_product_attention(*(a.astype(np.float64) for a in (q, k, v)))
+    got = tiled_attention(q, k, v, block_size=64)
+    assert got.dtype == np.float16
+    bound = 2.0**-11 * np.abs(exact) + 2.0**-20  # (n, d)
+    assert np.all(np.abs(got - exact) <= bound)
+    # The test can fail: the same blocks with float16 running sums.
+    assert (np.abs(fp16_accumulating(q, k, v, 64) - exact) / bound).max() > 20
+    out, lse = tiled_attention(q, k, v, block_size=64, return_logsumexp=True)
+    assert lse.dtype == np.float32 and np.array_equal(out, got)
+
+
+# --- the backward pass with recomputation (issue 34, item 22) ----------------------------------
+
+
+def full_matrix_backward(q, k, v, d_out, mask=None):
+    """The textbook backward pass, which keeps the whole (n_q, n_k) weight matrix P."""
+    s = q @ k.T / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    d_v = p.T @ d_out
+    d_p = d_out @ v.T
+    d_s = p * (d_p - (d_p * p).sum(axis=-1, keepdims=True))
+    return d_s @ k / math.sqrt(q.shape[-1]), d_s.T @ q / math.sqrt(q.shape[-1]), d_v
+
+
+@pytest.mark.parametrize(
+    "n_q, n_k, block, masked", [(5, 9, 4, False), (8, 8, 3, True), (3, 20, 64, True)]
+)
+def test_recomputed_gradients_equal_the_full_matrix_backward_pass(n_q, n_k, block, masked):
+    rng = np.random.default_rng(n_q * 100 + n_k)
+    q, k, v = rng.normal(size=(n_q, 4)), rng.normal(size=(n_k, 4)), rng.normal(size=(n_k, 3))
+    mask = random_mask(rng, n_q, n_k, 0.4) if masked else None
+    out, lse = tiled_attention(q, k, v, block_size=block, mask=mask, return_logsumexp=True)
+    d_out = rng.normal(size=out.shape)
+    got = tiled_attention_backward(q, k, v, out, lse, d_out, block_size=block, mask=mask)
+    for g, want in zip(got, full_matrix_backward(q, k, v, d_out, mask)):
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-13)
+
+
+def test_recomputed_gradients_match_finite_differences():
+    """Independent of any backward formula: nudge each input and watch sum(d_out * out)."""
+    rng = np.random.default_rng(11)
+    q, k, v = rng.normal(size=(3, 2)), rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
+    mask = causal_mask(5)[2:]  # (3, 5): the last three rows of a causal mask
+    d_out = rng.normal(size=(3, 2))
+    out, lse = tiled_attention(q, k, v, block_size=2, mask=mask, return_logsumexp=True)
+    grads = tiled_attention_backward(q, k, v, out, lse, d_out, block_size=2, mask=mask)
+    for i, (arr, g) in enumerate(zip((q, k, v), grads)):
+        numeric = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            loss = []
+            for step in (1e-6, -1e-6):
+                args = [q.copy(), k.copy(), v.copy()]
+                args[i][idx] += step
+                loss.append(np.sum(d_out * tiled_attention(*args, block_size=2, mask=mask)))
+            numeric[idx] = (loss[0] - loss[1]) / 2e-6
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_recomputed_gradients_agree_with_torch_autograd():
+    torch = _torch_or_skip()
+    rng = np.random.default_rng(12)
+    q, k, v = rng.normal(size=(2, 6, 4)), rng.normal(size=(2, 9, 4)), rng.normal(size=(2, 9, 5))
+    mask = random_mask(rng, 6, 9, 0.5)
+    d_out = rng.normal(size=(2, 6, 5))
+    out, lse = tiled_attention(q, k, v, block_size=4, mask=mask, return_logsumexp=True)
+    got = tiled_attention_backward(q, k, v, out, lse, d_out, block_size=4, mask=mask)
+    t = [torch.from_numpy(a).requires_grad_() for a in (q, k, v)]
+    y = torch.nn.functional.scaled_dot_product_attention(*t, attn_mask=torch.from_numpy(mask))
+    y.backward(torch.from_numpy(d_out))
+    for g, tt in zip(got, t):
+        np.testing.assert_allclose(g, tt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_the_backward_pass_never_builds_the_full_weight_matrix():
+    rng = np.random.default_rng(13)
+    n_q, n_k, d, block = 200, 20_000, 8, 64
+    q, k, v = rng.normal(size=(n_q, d)), rng.normal(size=(n_k, d)), rng.normal(size=(n_k, d))
+    out, lse = tiled_attention(q, k, v, block_size=block, return_logsumexp=True)
+    d_out = rng.normal(size=out.shape)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        tiled_attention_backward(q, k, v, out, lse, d_out, block_size=block)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    grads = 2 * (n_q * d + 2 * n_k * d) * 8  # the three gradients, in two copies at most
+    assert peak < grads + 10 * n_q * block * 8 < n_q * n_k * 8 / 5, peak
+
+
+def test_the_backward_pass_refuses_what_the_forward_pass_did_not_return():
+    q = k = v = np.ones((3, 2))
+    out, lse = tiled_attention(q, k, v, return_logsumexp=True)
+    with pytest.raises(ValueError, match="logsumexp has shape"):
+        tiled_attention_backward(q, k, v, out, lse[:2], out)
+    with pytest.raises(ValueError, match="same leading axes"):
+        tiled_attention_backward(q[None], k, v, out, lse, out)
+
+
+# --- FlashAttention-2's loop order (issue 34, item 10) -------------------------------------------
+
+
+def simulate_query_blocks_outside(n, d, sram):
+    """Walk FlashAttention-2's loops (query blocks outside) and count each load and store."""
+    block = math.ceil(sram / (4 * d))
+    moved = 0
+    for i0 in range(0, n, block):  # outer loop: query blocks
+        br = min(block, n - i0)
+        moved += br * d  # load Q_i once
+        for j0 in range(0, n, block):  # inner loop: key/value blocks
+            moved += 2 * min(block, n - j0) * d  # load K_j, V_j
+        moved += br * d + br  # store O_i and its rows' log-sum-exp, once
+    return moved
+
+
+@pytest.mark.parametrize("n, d, sram", [(100, 8, 256), (4096, 64, 96 * 1024), (300, 16, 1000)])
+def test_query_blocks_outside_count_follows_the_loops(n, d, sram):
+    assert attention_io(n, d, sram, "tiled_q_outer")["total"] == simulate_query_blocks_outside(
+        n, d, sram
+    )
+
+
+def test_query_blocks_outside_save_about_m_over_2d_squared():
+    d, sram = 64, 96 * 1024
+    ratios = {}
+    for algorithm in ("tiled", "tiled_q_outer"):
+        standard = attention_io(65536, d, sram, "standard")["total"]
+        ratios[algorithm] = standard / attention_io(65536, d, sram, algorithm)["total"]
+    assert abs(ratios["tiled"] - sram / (3 * d * d)) < 0.3  # 8: Algorithm 1's order
+    assert abs(ratios["tiled_q_outer"] - sram / (2 * d * d)) < 0.3  # 12: queries outside

@@ -378,15 +378,16 @@ def test_head_output_tables_are_the_path_from_a_read_token_to_the_logits():
     assert abs(table_correlation(tables[0], tables[1])) < 0.9
 
 
-def _naive_two_layer(params, tokens, num_heads, hide):
+def _naive_two_layer(params, tokens, num_heads, hide, instead=lambda y0: 0):
     """A two-layer forward pass written out step by step, with layer 0's output hidden from the
-    readers in ``hide`` (a subset of "q", "k", "v", "readout"): the reference for remove_paths."""
+    readers in ``hide`` (a subset of "q", "k", "v", "readout"): the reference for remove_paths.
+    Those readers see ``instead(y0)`` in place of layer 0's output ``y0`` (default: nothing)."""
     n = tokens.shape[1]
     x0 = params["embed"][tokens] + params["pos"][:n]
     w = [params[f"layers.0.{name}"] for name in ("w_q", "w_k", "w_v", "w_o")]
     y0 = multi_head_attention(x0, *w, num_heads=num_heads, mask=causal_mask(n))
     x1 = x0 + y0
-    inputs = {part: (x0 if part in hide else x1) for part in "qkv"}
+    inputs = {part: (x0 + instead(y0) if part in hide else x1) for part in "qkv"}
     w_q, w_k, w_v, w_o = (params[f"layers.1.{name}"] for name in ("w_q", "w_k", "w_v", "w_o"))
     heads = []
     d_head = w_q.shape[0] // num_heads
@@ -400,7 +401,7 @@ def _naive_two_layer(params, tokens, num_heads, hide):
         )
         heads.append(out)
     y1 = np.concatenate(heads, axis=-1) @ w_o
-    final = x1 + y1 - (y0 if "readout" in hide else 0)
+    final = x1 + y1 - (y0 - instead(y0) if "readout" in hide else 0)
     return final @ params["unembed"]
 
 
@@ -415,6 +416,40 @@ def test_remove_paths_hides_layer0_from_the_chosen_readers_only(hide):
     if hide:  # and it does change the model: each path carries something
         full, _ = forward(params, tokens, 2)
         assert np.abs(got - full).max() > 1e-3
+
+
+@pytest.mark.parametrize("hide", [("k",), ("q",), ("v", "readout")])
+def test_mean_and_resample_ablations_replace_the_output_for_one_reader(hide):
+    """Mean ablation: the reader sees layer 0's output averaged over the batch at each
+    position; resample ablation: the output layer 0 computed on the previous sequence of the
+    batch. Both against the step-by-step reference; a function of the output works too."""
+    params, tokens, _ = _small_problem(2, seed=8)
+    readers = {"q": "1.q", "k": "1.k", "v": "1.v", "readout": "readout"}
+    refs = {
+        "mean": lambda y0: y0.mean(axis=0, keepdims=True),
+        "resample": lambda y0: np.concatenate([y0[-1:], y0[:-1]]),  # sequence b gets b - 1's
+    }
+    for how, instead in refs.items():
+        got, _ = forward(params, tokens, 2, remove_paths=[(0, readers[p], how) for p in hide])
+        want = _naive_two_layer(params, tokens, 2, hide, instead)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+        zero, _ = forward(params, tokens, 2, remove_paths=[(0, readers[p]) for p in hide])
+        assert np.abs(got - zero).max() > 1e-3  # a different ablation from zeroing
+    flipped, _ = forward(params, tokens, 2, remove_paths=[(0, "1.k", lambda y0: y0[::-1])])
+    np.testing.assert_allclose(
+        flipped, _naive_two_layer(params, tokens, 2, ("k",), lambda y0: y0[::-1]), rtol=1e-10
+    )
+
+
+def test_mean_and_resample_ablations_change_nothing_when_every_sequence_is_the_same():
+    params, tokens, _ = _small_problem(2, seed=9)
+    same = np.repeat(tokens[:1], 4, axis=0)  # (4, n): one sequence four times
+    intact, _ = forward(params, same, 2)
+    for how in ("mean", "resample"):
+        got, _ = forward(params, same, 2, remove_paths=[(0, "1.k", how), (0, "readout", how)])
+        np.testing.assert_allclose(got, intact, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="replacement must be one of"):
+        forward(params, same, 2, remove_paths=[(0, "1.k", "median")])
 
 
 def test_removing_every_path_equals_removing_the_output():
