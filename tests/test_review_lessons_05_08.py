@@ -141,7 +141,9 @@ def rope_rotate(x, pos, base=10000.0):
     d = x.shape[-1]
     ang = np.asarray(pos)[:, None] * base ** (-np.arange(d // 2) * 2.0 / d)[None, :]
     a, b = x[..., : d // 2], x[..., d // 2 :]
-    return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], -1)
+    return np.concatenate(
+        [a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], -1
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,7 +217,9 @@ def test_05_gqa_repeat_not_tile_and_exact_mha():
     assert not np.allclose(w[0], w[1])  # "same attention pattern? False"
     assert "same attention pattern? False" in stored("05", "l05-05")
     largest = np.abs(tiled - right).max()
-    assert abs(largest - numbers(line_with(stored("05", "l05-09"), "largest difference"))[-1]) < 6e-4
+    assert (
+        abs(largest - numbers(line_with(stored("05", "l05-09"), "largest difference"))[-1]) < 6e-4
+    )
     # g = h: the grouped layer with one KV head per query head is multi-head attention
     for hh in (1, 2, 4, 8):
         a, _ = gqa(x, w_q, r["w_k_full"], r["w_v_full"], w_o, hh, hh)
@@ -246,8 +250,10 @@ def test_05_mean_pooling_exact_for_twins_only():
     twins_k = np.concatenate([r["k_a"], r["k_a"], r["k_b"], r["k_b"]], axis=1)
     twins_v = np.concatenate([r["v_a"], r["v_a"], r["v_b"], r["v_b"]], axis=1)
     text = stored("05", "l05-23")
-    for label, wk, wv in (("twin heads", twins_k, twins_v),
-                          ("independent heads", r["w_k_full"], r["w_v_full"])):
+    for label, wk, wv in (
+        ("twin heads", twins_k, twins_v),
+        ("independent heads", r["w_k_full"], r["w_v_full"]),
+    ):
         mha, _ = gqa(x, w_q, wk, wv, w_o, 4, 4)
         pooled, _ = gqa(x, w_q, pool(wk), pool(wv), w_o, 4, 2)
         change = np.abs(pooled - mha).max()
@@ -271,8 +277,10 @@ def test_05_kv_cache_table_of_real_models():
 
 def test_05_feed_forward_widths():
     """l05-13 and l05-17f: SwiGLU width 2/3 * 4 d rounded up to 256 -> 22,016 (65B), 11,008 (7B)."""
+
     def width(d):
         return 256 * math.ceil(int(8 * d / 3) / 256)
+
     assert width(8192) == 22016 and width(4096) == 11008
     assert "LLaMA 65B 22,016, Llama 2 70B 28,672" in stored("05", "l05-13")
 
@@ -344,12 +352,19 @@ def test_05_palm_and_deepseek_caches():
 def test_05_pytorch_enable_gqa_repeats_kv_heads():
     """l05-08 (cell 9): PyTorch's SDPA with enable_gqa pairs query head q with KV head q // (h/g)."""
     rng = np.random.default_rng(5)
-    q, k, v = rng.normal(size=(1, 8, 6, 4)), rng.normal(size=(1, 2, 6, 4)), rng.normal(size=(1, 2, 6, 4))
+    q, k, v = (
+        rng.normal(size=(1, 8, 6, 4)),
+        rng.normal(size=(1, 2, 6, 4)),
+        rng.normal(size=(1, 2, 6, 4)),
+    )
     got = torch.nn.functional.scaled_dot_product_attention(
-        *(torch.from_numpy(a) for a in (q, k, v)), enable_gqa=True).numpy()
+        *(torch.from_numpy(a) for a in (q, k, v)), enable_gqa=True
+    ).numpy()
     rep = np.repeat(np.arange(2), 4)
     assert np.allclose(got, attend(q, k[:, rep], v[:, rep])[0], atol=1e-12)
-    assert not np.allclose(got, attend(q, k[:, np.tile(np.arange(2), 4)], v[:, np.tile(np.arange(2), 4)])[0])
+    assert not np.allclose(
+        got, attend(q, k[:, np.tile(np.arange(2), 4)], v[:, np.tile(np.arange(2), 4)])[0]
+    )
 
 
 # =============================================================================================
@@ -409,6 +424,26 @@ def test_07_padding_leaks_without_a_mask_and_not_with_one():
         assert np.allclose(y_dec[b, :L], _mha(x[b, :L], r["w_dec"], allowed=causal(L))[0])
 
 
+def test_07_end_padding_needs_no_padding_mask_under_a_causal_mask():
+    """Review finding 2: with padding at the end, the causal mask alone already gives every real
+    token of every sentence exactly what it gets alone (l07-17's check passes without the padding
+    mask); the padding mask changes only the padding rows. With padding at the start it does not."""
+    r = _lesson07_draws()
+    x, lengths, w = r["x"], r["lengths"], r["w_dec"]
+    y_causal, _ = _mha(x, w, allowed=causal(5))
+    valid = np.arange(5) < lengths[:, None]
+    y_both, _ = _mha(x, w, allowed=causal(5)[None] & valid[:, None, :])
+    for b, L in enumerate(lengths):
+        alone, _ = _mha(x[b, :L], w, allowed=causal(L))
+        assert np.allclose(y_causal[b, :L], alone) and np.allclose(y_both[b, :L], alone)
+    assert not np.allclose(y_causal[1, 3:], y_both[1, 3:])  # only the padding rows differ
+    # start padding: real tokens come after the padding, so the causal mask alone lets them see it
+    x_left = np.stack([np.roll(x[b], 5 - L, axis=0) for b, L in enumerate(lengths)])
+    y_left, _ = _mha(x_left, w, allowed=causal(5))
+    alone, _ = _mha(x[1, :3], w, allowed=causal(3))
+    assert not np.allclose(y_left[1, 2:], alone)
+
+
 def test_07_left_padding_leaves_queries_without_keys():
     """l07-20 (cell 21): 0 empty rows with end padding, 5 with start padding."""
     lengths = np.array([5, 3, 2])
@@ -460,18 +495,31 @@ def test_07_course_layout_loads_into_torch_multiheadattention():
     r = _lesson07_draws()
     w_q, w_k, w_v, w_o = r["w_dec"]
     layer = torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True).double()
-    layer.load_state_dict({"in_proj_weight": torch.from_numpy(np.concatenate([w_q.T, w_k.T, w_v.T])),
-                           "out_proj.weight": torch.from_numpy(w_o.T.copy())})
+    layer.load_state_dict(
+        {
+            "in_proj_weight": torch.from_numpy(np.concatenate([w_q.T, w_k.T, w_v.T])),
+            "out_proj.weight": torch.from_numpy(w_o.T.copy()),
+        }
+    )
     valid = np.arange(5) < r["lengths"][:, None]
     x = torch.from_numpy(r["x"])
-    y, w = layer(x, x, x, attn_mask=torch.from_numpy(~causal(5)),
-                 key_padding_mask=torch.from_numpy(~valid), average_attn_weights=False)
+    y, w = layer(
+        x,
+        x,
+        x,
+        attn_mask=torch.from_numpy(~causal(5)),
+        key_padding_mask=torch.from_numpy(~valid),
+        average_attn_weights=False,
+    )
     ref_y, ref_w = _mha(r["x"], r["w_dec"], allowed=causal(5)[None] & valid[:, None, :])
     assert np.allclose(y.detach().numpy(), ref_y, atol=1e-12)
     assert np.allclose(w.detach().numpy(), ref_w, atol=1e-12)
-    _, avg = layer(x, x, x, attn_mask=torch.from_numpy(~causal(5)),
-                   key_padding_mask=torch.from_numpy(~valid))
-    assert avg.shape == (3, 5, 5) and np.allclose(avg.detach().numpy(), ref_w.mean(axis=1), atol=1e-12)
+    _, avg = layer(
+        x, x, x, attn_mask=torch.from_numpy(~causal(5)), key_padding_mask=torch.from_numpy(~valid)
+    )
+    assert avg.shape == (3, 5, 5) and np.allclose(
+        avg.detach().numpy(), ref_w.mean(axis=1), atol=1e-12
+    )
 
 
 def _fully_masked_row(layer, need_weights, train, grad, how):
@@ -614,11 +662,16 @@ def walk_io(n, d, sram, order, initialise=True):
 def test_08_hbm_traffic_table_by_walking_the_loops():
     """e2ff2d69 (cell 20): the three columns (MB, fp16) and the ratios M/(3d^2) = 8, M/(2d^2) = 12."""
     d, sram = 64, 192 * 1024 // 2
-    rows = {int(line.split()[0]): numbers(line) for line in stored("08", "e2ff2d69").splitlines()
-            if line.strip() and line.split()[0].isdigit()}
+    rows = {
+        int(line.split()[0]): numbers(line)
+        for line in stored("08", "e2ff2d69").splitlines()
+        if line.strip() and line.split()[0].isdigit()
+    }
     assert sorted(rows) == [2**k for k in range(8, 17)]
     for n, row in rows.items():
-        std, tiled, qout = (walk_io(n, d, sram, o) * 2 / 1e6 for o in ("standard", "tiled", "q_outer"))
+        std, tiled, qout = (
+            walk_io(n, d, sram, o) * 2 / 1e6 for o in ("standard", "tiled", "q_outer")
+        )
         # the stored counts leave out Algorithm 1's initial write of O, l, m (review finding 13)
         tiled_no_init = walk_io(n, d, sram, "tiled", initialise=False) * 2 / 1e6
         assert row[1] == pytest.approx(std, rel=2e-3, abs=0.06)
@@ -629,7 +682,9 @@ def test_08_hbm_traffic_table_by_walking_the_loops():
     # the break-even below M = 3 d^2 (31a7e531): at M = 4096, Algorithm 1 moves more than standard
     for n in (1024, 4096):
         assert walk_io(n, 64, 4096, "tiled") > walk_io(n, 64, 4096, "standard")
-        assert walk_io(n, 64, 4 * 3 * 64 * 64, "tiled") < walk_io(n, 64, 4 * 3 * 64 * 64, "standard")
+        assert walk_io(n, 64, 4 * 3 * 64 * 64, "tiled") < walk_io(
+            n, 64, 4 * 3 * 64 * 64, "standard"
+        )
 
 
 def test_08_float32_running_sums_for_float16_inputs():
@@ -652,8 +707,14 @@ def test_08_float32_running_sums_for_float16_inputs():
     assert np.any(np.abs(half - exact) > 10 * allowed)
     assert np.all(np.abs(single - exact) <= allowed)
     text = stored("08", "l08-fp16")
-    assert "float16: every output as close as float16 rounding allows: False; some output off by over 10 times that: True" in text
-    assert "float32: every output as close as float16 rounding allows: True; some output off by over 10 times that: False" in text
+    assert (
+        "float16: every output as close as float16 rounding allows: False; some output off by over 10 times that: True"
+        in text
+    )
+    assert (
+        "float32: every output as close as float16 rounding allows: True; some output off by over 10 times that: False"
+        in text
+    )
 
 
 @needs_torch
@@ -692,7 +753,10 @@ def test_08_what_training_keeps_and_recompute_cost():
     assert "P (1024, 4096) = 32 MiB, or L (1024,) = 8 KiB" in stored("08", "l08-recompute")
     text = stored("08", "l08-recompute-cost")
     assert f"{(4 + 8 + 2) / (4 + 8) - 1:.0%} more matrix-product FLOPs" in text
-    assert f"{75.2 / 66.6 - 1:.0%} more FLOPs, {40.3 / 4.4:.1f}x less HBM traffic, {41.7 / 7.3:.1f}x faster" in text
+    assert (
+        f"{75.2 / 66.6 - 1:.0%} more FLOPs, {40.3 / 4.4:.1f}x less HBM traffic, {41.7 / 7.3:.1f}x faster"
+        in text
+    )
 
 
 def step(d, L, h, g, dh, d_ff, vocab, batch=1, context=0, new=1, window=None):
@@ -715,17 +779,26 @@ def test_08_batch_one_roofline_and_overhead():
     text = stored("08", "d1dce4b0")
     assert f"{params / 1e9:.2f} billion parameters, {2 * params / 1e9:.2f} GB" in text
     assert f"{2 * (params - 32000 * 4096) / 1e9:.2f} GB" in text
-    assert f"{nbytes / H100_BW * 1e3:.2f} ms per token at best ({H100_BW / nbytes:.0f} tokens/s)" in text
+    assert (
+        f"{nbytes / H100_BW * 1e3:.2f} ms per token at best ({H100_BW / nbytes:.0f} tokens/s)"
+        in text
+    )
     assert f"{flops / H100_FLOPS * 1e3:.3f} ms" in text
     a100 = nbytes / 2.0e12
-    assert (f"memory bound: {a100 * 1e3:.1f} ms per token ({1 / a100:.0f} tokens/s); measured: "
-            f"{1e3 / 25.5:.1f} ms ({1 / 25.5 / a100:.1f}x the bound)") in stored("08", "l08-overhead-gpu")
+    assert (
+        f"memory bound: {a100 * 1e3:.1f} ms per token ({1 / a100:.0f} tokens/s); measured: "
+        f"{1e3 / 25.5:.1f} ms ({1 / 25.5 / a100:.1f}x the bound)"
+    ) in stored("08", "l08-overhead-gpu")
 
 
 def test_08_batch_capacity_and_intensity_table():
     """3b3715e6 (cell 35): sequences of 4096 that fit in 80 GB / 80 GiB, and FLOPs per byte there."""
     text = stored("08", "3b3715e6")
-    for label, g in (("MHA, 32 KV heads", 32), ("the same with 8 KV heads", 8), ("the same with 1 KV head", 1)):
+    for label, g in (
+        ("MHA, 32 KV heads", 32),
+        ("the same with 8 KV heads", 8),
+        ("the same with 1 KV head", 1),
+    ):
         cfg = dict(LLAMA7, g=g)
         params = llama_params(**cfg)
         per_seq = 2 * 32 * g * 128 * 2 * 4096
@@ -734,9 +807,11 @@ def test_08_batch_capacity_and_intensity_table():
             b = int((memory - 2 * params) // per_seq)
             f, nb, _ = step(**cfg, batch=b, context=4096)
             row += [b, round(f / nb)]
-        assert numbers(line_with(text, label)) [-4:] == row
+        assert numbers(line_with(text, label))[-4:] == row
     f, nb, _ = step(**LLAMA7, batch=2048, context=4096)
-    assert f"would need {fmt_bytes(2048 * 2 * GiB)} of cache, for {f / nb:.0f} FLOPs per byte" in text
+    assert (
+        f"would need {fmt_bytes(2048 * 2 * GiB)} of cache, for {f / nb:.0f} FLOPs per byte" in text
+    )
     # the plateau h/g + 2P/(cache per sequence) of d5f207fc
     matmul = llama_params(**LLAMA7) - 32000 * 4096
     assert f / nb == pytest.approx(1 + 2 * matmul / (2 * GiB), rel=0.01)
@@ -761,7 +836,9 @@ def test_08_cache_passes_weights_at_fixed_token_count():
     assert f"the cache of {weights / per_tok:,.0f} tokens" in text
     assert f"from {int(weights // per_tok) + 1:,} cached tokens" in text
     for s in (256, 512, 1024, 2048, 4096):
-        assert line_with(text, f"sequences of {s:>4} tokens").endswith(f"batch of {int(weights // (per_tok * s)) + 1}")
+        assert line_with(text, f"sequences of {s:>4} tokens").endswith(
+            f"batch of {int(weights // (per_tok * s)) + 1}"
+        )
 
 
 def _lesson08_draws():
@@ -771,9 +848,15 @@ def _lesson08_draws():
         rng.normal(size=(200, 16))  # cell 10: q, k, v
     rng.normal(size=(256, 64)), rng.normal(size=(8192, 64)), rng.normal(size=(8192, 64))  # cell 18
     d_model, h, dh, dc, dr = 16, 4, 4, 6, 2
-    shapes = {"w_q": (d_model, h * dh), "w_dkv": (d_model, dc), "w_uk": (dc, h * dh),
-              "w_uv": (dc, h * dh), "w_qr": (d_model, h * dr), "w_kr": (d_model, dr),
-              "w_o": (h * dh, d_model)}
+    shapes = {
+        "w_q": (d_model, h * dh),
+        "w_dkv": (d_model, dc),
+        "w_uk": (dc, h * dh),
+        "w_uv": (dc, h * dh),
+        "w_qr": (d_model, h * dr),
+        "w_kr": (d_model, dr),
+        "w_o": (h * dh, d_model),
+    }
     w = {k: rng.normal(size=s) / math.sqrt(s[0]) for k, s in shapes.items()}  # cell 47
     x = rng.normal(size=(5, d_model))
     for s in ((10, 3), (10, 3), (10, 2)):
@@ -794,8 +877,16 @@ def test_08_mla_cache_sizes_and_table9():
     assert "2.25 groups" in text and (512 + 64) / 256 == 2.25
     t9 = stored("08", "l08-table9")
     assert f"{15.6 / 110.6:.0%} of MHA's cache" in t9 and f"{34.6 / 860.2:.0%} of MHA's cache" in t9
-    pairs = [(37.9, 39.0), (46.6, 50.7), (48.7, 50.0), (57.5, 59.0), (51.6, 50.9), (57.9, 59.2),
-             (52.3, 53.4), (60.7, 62.5)]
+    pairs = [
+        (37.9, 39.0),
+        (46.6, 50.7),
+        (48.7, 50.0),
+        (57.5, 59.0),
+        (51.6, 50.9),
+        (57.9, 59.2),
+        (52.3, 53.4),
+        (60.7, 62.5),
+    ]
     assert sum(b > a for a, b in pairs) == 7 and "7 of 8 comparisons" in t9
 
 
@@ -822,8 +913,10 @@ def test_08_mla_absorbed_equals_unabsorbed_from_the_latent_cache():
     # folded: W_Q^i W_UK^i^T (d_model, d_c) and W_UV^i W_O^i (d_c, d_model)
     wq = w["w_q"].reshape(16, h, dh).transpose(1, 0, 2)
     fold_q, fold_o = wq @ uk.transpose(0, 2, 1), uv @ w["w_o"].reshape(h, dh, 16)
-    s_fold = (np.einsum("nd,hdc,mc->hnm", x, fold_q, c)
-              + rope_rotate(heads(x @ w["w_qr"], h), pos) @ k_r.T) / math.sqrt(dh + dr)
+    s_fold = (
+        np.einsum("nd,hdc,mc->hnm", x, fold_q, c)
+        + rope_rotate(heads(x @ w["w_qr"], h), pos) @ k_r.T
+    ) / math.sqrt(dh + dr)
     assert np.allclose(s_fold, s, atol=1e-12)
     assert np.allclose(np.einsum("hnc,hcd->nd", a @ c, fold_o), regrouped, atol=1e-12)
     assert "absorbed == unabsorbed (to 1e-12): True" in stored("08", "a4c846ca")
@@ -839,10 +932,14 @@ def test_08_mla_absorption_costs():
     q_fl_apart, q_fl_fold = 2 * dq * wdt + 2 * wdt * dc, 2 * h * dq * dc
     o_apart, o_fold = dc * wdt + wdt * d, h * dc * d
     o_fl_apart, o_fl_fold = 2 * h * dc * dh + 2 * wdt * d, 2 * h * dc * d
-    assert (f"query side: {q_apart / 1e6:5.1f} M parameters kept apart, {q_fold / 1e6:5.1f} M folded; "
-            f"per token {q_fl_apart / 1e6:5.1f} M FLOPs regrouped, {q_fl_fold / 1e6:5.1f} M folded") in text
-    assert (f"output side: {o_apart / 1e6:5.1f} M parameters kept apart, {o_fold / 1e6:5.1f} M folded; "
-            f"per token {o_fl_apart / 1e6:5.1f} M FLOPs regrouped, {o_fl_fold / 1e6:5.1f} M folded") in text
+    assert (
+        f"query side: {q_apart / 1e6:5.1f} M parameters kept apart, {q_fold / 1e6:5.1f} M folded; "
+        f"per token {q_fl_apart / 1e6:5.1f} M FLOPs regrouped, {q_fl_fold / 1e6:5.1f} M folded"
+    ) in text
+    assert (
+        f"output side: {o_apart / 1e6:5.1f} M parameters kept apart, {o_fold / 1e6:5.1f} M folded; "
+        f"per token {o_fl_apart / 1e6:5.1f} M FLOPs regrouped, {o_fl_fold / 1e6:5.1f} M folded"
+    ) in text
     absorbed, mha = h * (2 * (dc + dr) + 2 * dc), 4 * h * dh
     cost = stored("08", "l08-absorbed-cost")
     assert f"absorbed MLA {absorbed:,} FLOPs, MHA {mha:,} ({absorbed / mha:.2f}x)" in cost
@@ -861,17 +958,24 @@ def _prefill_flops(prompt=4096):
 def test_08_prefill_forms_as_stored():
     """l08-absorbed-cost (cell 55): the stored 0.82 and 2.34 TFLOP are the pair counts as stated."""
     unabsorbed, absorbed_pairs, _ = _prefill_flops()
-    assert (f"unabsorbed {unabsorbed / 1e12:.2f} TFLOP (keys and values formed once), absorbed "
-            f"{absorbed_pairs / 1e12:.2f} TFLOP ({absorbed_pairs / unabsorbed:.1f}x)") in stored("08", "l08-absorbed-cost")
+    assert (
+        f"unabsorbed {unabsorbed / 1e12:.2f} TFLOP (keys and values formed once), absorbed "
+        f"{absorbed_pairs / 1e12:.2f} TFLOP ({absorbed_pairs / unabsorbed:.1f}x)"
+    ) in stored("08", "l08-absorbed-cost")
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 9: the absorbed prompt count leaves out the "
-                   "per-query up-projections (q into latent space, W^UV on the read) that the "
-                   "unabsorbed count's per-token K/V formation is set against")
+@pytest.mark.xfail(
+    strict=True,
+    reason="review finding 9: the absorbed prompt count leaves out the "
+    "per-query up-projections (q into latent space, W^UV on the read) that the "
+    "unabsorbed count's per-token K/V formation is set against",
+)
 def test_08_prefill_comparison_counts_both_forms_alike():
     unabsorbed, absorbed_pairs, per_query = _prefill_flops()
     absorbed = absorbed_pairs + per_query
-    assert f"absorbed {absorbed / 1e12:.2f} TFLOP ({absorbed / unabsorbed:.1f}x)" in stored("08", "l08-absorbed-cost")
+    assert f"absorbed {absorbed / 1e12:.2f} TFLOP ({absorbed / unabsorbed:.1f}x)" in stored(
+        "08", "l08-absorbed-cost"
+    )
 
 
 def test_08_decoupled_rope_is_needed():
@@ -879,10 +983,14 @@ def test_08_decoupled_rope_is_needed():
     the dot product of two rotated vectors depends only on their distance."""
     w, _, _ = _lesson08_draws()
     wq0, wuk0 = w["w_q"][:, :4], w["w_uk"][:, :4]
-    mats = [rope_rotate(wq0, np.full(16, 4)) @ rope_rotate(wuk0, np.full(6, j)).T for j in (0, 1, 2)]
+    mats = [
+        rope_rotate(wq0, np.full(16, 4)) @ rope_rotate(wuk0, np.full(6, j)).T for j in (0, 1, 2)
+    ]
     assert not np.allclose(mats[0], mats[1]) and not np.allclose(mats[1], mats[2])
     a, b = np.ones((1, 8)), np.arange(8.0)[None]
-    assert np.allclose(rope_rotate(a, [3]) @ rope_rotate(b, [5]).T, rope_rotate(a, [100]) @ rope_rotate(b, [102]).T)
+    assert np.allclose(
+        rope_rotate(a, [3]) @ rope_rotate(b, [5]).T, rope_rotate(a, [100]) @ rope_rotate(b, [102]).T
+    )
 
 
 def test_08_sliding_window_counts():
@@ -943,12 +1051,17 @@ def test_08_attention_sink_ablation():
     near, never, in_window, out = _sink_experiment()
     text = stored("08", "5fd87892")
     assert f"{near.sum()} of the {len(near)} late queries" in text
-    assert f"{(near & never).sum()} with no earlier copy, {(near & ~never).sum()} with one in the window" in text
+    assert (
+        f"{(near & never).sum()} with no earlier copy, {(near & ~never).sum()} with one in the window"
+        in text
+    )
     for name, (unrelated, differs) in out.items():
         row = line_with(text, name)
         assert f"weight on unrelated tokens {unrelated:.3f}" in row
-        assert (f"at {differs[near & never].sum():>2} of the {(near & never).sum()} with no earlier copy, "
-                f"{differs[near & ~never].sum():>2} of the {(near & ~never).sum()}") in row
+        assert (
+            f"at {differs[near & never].sum():>2} of the {(near & never).sum()} with no earlier copy, "
+            f"{differs[near & ~never].sum():>2} of the {(near & ~never).sum()}"
+        ) in row
         assert f"{differs[~near].mean():4.0%} of the others" in row
     # Of the "other" queries (some copy older than the window), the plain window changes exactly
     # those with no copy left inside it: not all of them (review finding 16).
@@ -963,7 +1076,11 @@ def test_08_streaming_positions_within_the_cache():
     n, sinks, window, width = 10_000, 4, 1_020, 8
     q, k, v = (rng.normal(size=(n, width)) for _ in range(3))
     for t in (100, 1_023, 1_024, 5_000, n - 1):
-        held = np.arange(t + 1) if t < sinks + window else np.r_[np.arange(sinks), np.arange(t - window + 1, t + 1)]
+        held = (
+            np.arange(t + 1)
+            if t < sinks + window
+            else np.r_[np.arange(sinks), np.arange(t - window + 1, t + 1)]
+        )
         fresh = np.arange(len(held))
         out, _ = attend(rope_rotate(q[t : t + 1], fresh[-1:]), rope_rotate(k[held], fresh), v[held])
         text_pos, _ = attend(rope_rotate(q[t : t + 1], [t]), rope_rotate(k[held], held), v[held])
@@ -1097,18 +1214,25 @@ def test_06_repeated_segment_example_and_key_positions():
 
 
 def _md_table(lesson, cell_id):
-    rows = [ln for ln in source(lesson, cell_id).splitlines() if ln.startswith("| ") and "---" not in ln]
+    rows = [
+        ln for ln in source(lesson, cell_id).splitlines() if ln.startswith("| ") and "---" not in ln
+    ]
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in rows]
 
 
 def test_06_long_run_table_arithmetic():
     """l06-13c (cell 16): +5 points from 1,000 to 10,000 steps; one head between 77 % and 88 %."""
-    rows = {(r[0], r[1]): [float(v.rstrip(" %")) for v in r[2:]] for r in _md_table("06", "l06-13c")[1:]}
+    rows = {
+        (r[0], r[1]): [float(v.rstrip(" %")) for v in r[2:]] for r in _md_table("06", "l06-13c")[1:]
+    }
     assert rows[("1", "10,000")][1] - rows[("1", "1,000")][1] == pytest.approx(5.1, abs=0.05)
     lo, _, hi = rows[("1", "10,000")]
     assert 77 <= lo and hi <= 88
     # the notebook's own three one-head runs are the table's 300-step extremes
-    runs = [float(v.rstrip("%")) for v in re.findall(r"^\s+1\s+\d\s+([\d.]+%)", stored("06", "l06-09"), re.M)]
+    runs = [
+        float(v.rstrip("%"))
+        for v in re.findall(r"^\s+1\s+\d\s+([\d.]+%)", stored("06", "l06-09"), re.M)
+    ]
     assert min(runs) == rows[("1", "300")][0] and max(runs) == rows[("1", "300")][2]
 
 
@@ -1116,15 +1240,20 @@ def test_06_ablation_costs_quoted_in_the_text():
     """0513e873 (cell 41): keys cost 22-26 / 11-16 / 3-5 points (zero / resample / mean), values
     6-8 / 10-12 / about 3, from the stored table; the in-notebook numbers of l06-ablations3."""
     table = _md_table("06", "0513e873")[1:]
-    cost = {"keys": {"zero": [], "mean": [], "resample": []}, "values": {"zero": [], "mean": [], "resample": []}}
+    cost = {
+        "keys": {"zero": [], "mean": [], "resample": []},
+        "values": {"zero": [], "mean": [], "resample": []},
+    }
     for row in table:
         acc = float(row[1].rstrip(" %"))
         for col, path in ((5, "keys"), (6, "values")):
             zero, mean, resample = (float(v) for v in row[col].rstrip(" %").split(" / "))
             for how, v in (("zero", zero), ("mean", mean), ("resample", resample)):
                 cost[path][how].append(acc - v)
+
     def span(values):
         return round(min(values)), round(max(values))
+
     assert span(cost["keys"]["zero"]) == (22, 26) and span(cost["keys"]["resample"]) == (11, 16)
     assert 3 <= min(cost["keys"]["mean"]) and max(cost["keys"]["mean"]) <= 5.5  # "3-5"
     assert span(cost["values"]["zero"]) == (6, 8) and span(cost["values"]["resample"]) == (10, 12)
@@ -1146,27 +1275,40 @@ def test_06_ablation_costs_quoted_in_the_text():
 # =============================================================================================
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 1: the FlashAttention paper (Dao et al. 2022, "
-                   "Algorithms 2 and 4) keeps two statistics per row, m and l; keeping one "
-                   "log-sum-exp per row is FlashAttention-2's change (Dao 2023, §3.1.1)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="review finding 1: the FlashAttention paper (Dao et al. 2022, "
+    "Algorithms 2 and 4) keeps two statistics per row, m and l; keeping one "
+    "log-sum-exp per row is FlashAttention-2's change (Dao 2023, §3.1.1)",
+)
 def test_08_one_number_per_row_is_attributed_to_flashattention_2():
     text = source("08", "l08-recompute-md")
-    sentence = next(s for s in re.split(r"(?<=[.)])\s+(?=[A-Z])", text) if "one number per query row" in s)
-    assert "Dao et al. 2022" not in sentence and "FlashAttention-2 keeps $L$ the same way" not in text
+    sentence = next(
+        s for s in re.split(r"(?<=[.)])\s+(?=[A-Z])", text) if "one number per query row" in s
+    )
+    assert (
+        "Dao et al. 2022" not in sentence and "FlashAttention-2 keeps $L$ the same way" not in text
+    )
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 4: the stored 16x16 -> 64x64 timing (0.5x the "
-                   "time for 16x the bytes) contradicts the text beside it ('cost little more time')")
+@pytest.mark.xfail(
+    strict=True,
+    reason="review finding 4: the stored 16x16 -> 64x64 timing (0.5x the "
+    "time for 16x the bytes) contradicts the text beside it ('cost little more time')",
+)
 def test_08_stored_overhead_timing_supports_its_text():
     ratio = numbers(line_with(stored("08", "l08-overhead"), "16 x 16"))[-1]
     claims_more = "16 times the bytes cost little more time" in source("08", "l08-overhead-notice")
     assert not claims_more or 0.8 <= ratio <= 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 5: batching never raises attention's own "
-                   "FLOPs per byte (lesson 05); for an MLA model it raises the whole step's "
-                   "intensity towards ~240, far more than for MHA, so 'gains little from batching' "
-                   "inverts what batching does")
+@pytest.mark.xfail(
+    strict=True,
+    reason="review finding 5: batching never raises attention's own "
+    "FLOPs per byte (lesson 05); for an MLA model it raises the whole step's intensity many "
+    "times over (2.6 at batch 1, 52 at batch 256 reading every expert), far past MHA's ceiling "
+    "of about 7, so 'gains little from batching' inverts what batching does",
+)
 def test_08_mla_batching_sentence():
     assert "gains little from batching" not in source("08", "l08-absorbed-notice")
 
@@ -1189,11 +1331,18 @@ def test_08_mla_model_step_intensity_rises_with_batch():
     assert mha_ceiling < 8 < intensity(256, total) / 5
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 3: the long runs still gain 2 points from "
-                   "3,000 to 10,000 steps (80.2 -> 82.2 % mean, every statistic rising); they show "
-                   "slow gains far below 100 %, not that one head 'levels off at around 80 %'")
+@pytest.mark.xfail(
+    strict=True,
+    reason="review finding 3: the long runs still gain 2 points from "
+    "3,000 to 10,000 steps (80.2 -> 82.2 % mean, every statistic rising); they show "
+    "slow gains far below 100 %, not that one head 'levels off at around 80 %'",
+)
 def test_06_plateau_claim_matches_the_long_runs():
-    rows = {(r[0], r[1]): [float(v.rstrip(" %")) for v in r[2:]] for r in _md_table("06", "l06-13c")[1:]}
+    rows = {
+        (r[0], r[1]): [float(v.rstrip(" %")) for v in r[2:]] for r in _md_table("06", "l06-13c")[1:]
+    }
     gain = rows[("1", "10,000")][1] - rows[("1", "3,000")][1]
-    says_plateau = "levels off" in source("06", "l06-13c") or "levelled off" in source("06", "l06-34")
+    says_plateau = "levels off" in source("06", "l06-13c") or "levelled off" in source(
+        "06", "l06-34"
+    )
     assert not says_plateau or gain < 1.0
