@@ -747,13 +747,13 @@ W(
 )
 W(
     SP,
-    "transposes x first, then reshapes",
+    "transposes x, then a bare reshape",
     (r"transpos", r"reshape", r"mix", r"bare"),
     """
     def split_heads(x, num_heads):
         n, d_model = x.shape
         d_head = d_model // num_heads
-        return x.T.reshape(num_heads, d_head, n).transpose(0, 2, 1)
+        return x.T.reshape(num_heads, n, d_head)
 """,
 )
 
@@ -1875,13 +1875,13 @@ W(
 )
 W(
     PA,
-    "d_model as every width (assumes h * d_head == d_model)",
-    (r"num_heads \* d_head", r"h \* d_head", r"divisib", r"floor", r"d_model // num_heads"),
+    "w_o given the key/value width",
+    (r"w_o", r"output projection", r"num_heads \* d_head"),
     """
     def count_params(d_model, num_heads, num_kv_heads, bias):
         d_head = d_model // num_heads
-        w = 2 * d_model * d_model + 2 * d_model * num_kv_heads * d_head
-        b = d_model + 2 * num_kv_heads * d_head + d_model
+        w = d_model * num_heads * d_head + 3 * d_model * num_kv_heads * d_head
+        b = num_heads * d_head + 2 * num_kv_heads * d_head + d_model
         return w + (b if bias else 0)
 """,
 )
@@ -2034,11 +2034,13 @@ W(
 )
 W(
     FP,
-    "8 n d^2 + 4 n^2 d (assumes h * d_head == d_model)",
-    (r"num_heads \* d_head", r"h \* d_head", r"divisib", r"floor", r"d_model // num_heads"),
+    "the output projection counted once per head",
+    (r"w_o", r"output projection", r"once", r"per head"),
     """
     def count_flops(n, d_model, num_heads):
-        return 8 * n * d_model ** 2 + 4 * n ** 2 * d_model
+        dh = d_model // num_heads
+        hd = num_heads * dh
+        return 2 * (3 * n * d_model * hd + 2 * num_heads * n * n * dh + num_heads * n * hd * d_model)
 """,
 )
 W(
@@ -4320,13 +4322,13 @@ W(
 )
 W(
     TI,
-    "ell starts at 1",
-    (r"\bell\b", r"initial", r"start", r"empty"),
+    "starts from m = 0 and ell = 1",
+    (r"\bell\b", r"initial", r"start", r"empty", r"-\s*inf", r"m = 0"),
     _OU
     + """
     def tiled(q, k, v, block_size):
         n_q = len(q)
-        m, ell, acc = np.full(n_q, -np.inf), np.ones(n_q), np.zeros((n_q, v.shape[1]))
+        m, ell, acc = np.zeros(n_q), np.ones(n_q), np.zeros((n_q, v.shape[1]))
         for start in range(0, len(k), block_size):
             sl = slice(start, start + block_size)
             m, ell, acc = online_update(m, ell, acc, q @ k[sl].T / np.sqrt(q.shape[1]), v[sl])
