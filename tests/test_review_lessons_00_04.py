@@ -14,8 +14,9 @@ compared between two implementations use ``rtol=1e-6, atol=1e-9`` in float64; we
 in PyTorch must lie within ``1e-8`` of the shipped ones (the course's own WEIGHT_TOLERANCE, a
 million times the spread it measured between processors).
 
-Tests of claims the review found wrong or misleading are marked ``xfail(strict=True)`` with the
-finding's number: each is the test that passes once the finding is fixed.
+Tests of claims the review found wrong or misleading were marked ``xfail(strict=True)`` with the
+finding's number, each the test that passes once the finding is fixed. Findings 1-6 are fixed
+(the review's "Status" section), so those tests are ordinary tests now.
 """
 
 from __future__ import annotations
@@ -921,11 +922,6 @@ def test_l04_attention_weight_memory():
             )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 6: GPT-3 alternates dense and locally banded sparse "
-    "attention layers (Brown et al. 2020, §2.1); the all-layers figure counts 96 dense ones",
-)
 def test_l04_gpt3_all_layers_figure_says_that_half_its_layers_are_sparse():
     if "GPT-3 175B" not in stored("04_cost", "l04-16"):
         return
@@ -984,12 +980,6 @@ def test_l04_vaswani_rows_have_equal_parameters():
     assert_printed(max(bleu) - bleu[-1], first_str(r"32 heads vs the best: ([\d.]+)", text))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 5: the stored n 256 -> 512 step grew the time "
-    "5.23x, more than any term of the count can grow per doubling (4x), while the "
-    "prose says nothing in these numbers needs another explanation",
-)
 def test_l04_stored_length_timings_need_no_other_explanation_if_the_lesson_says_so():
     if "Nothing in these numbers needs another explanation" not in prose("04_cost"):
         return
@@ -1000,11 +990,6 @@ def test_l04_stored_length_timings_need_no_other_explanation_if_the_lesson_says_
     assert all(times[b] / times[a] <= 4.0 for a, b in zip(lengths, lengths[1:]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 4: the summary says the softmax costs time the "
-    "FLOP count does not show, but no cell of lesson 04 times it",
-)
 def test_l04_the_softmax_time_the_summary_claims_is_measured():
     timing = [
         c
