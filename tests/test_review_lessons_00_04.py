@@ -805,6 +805,91 @@ def test_l03_each_head_carries_one_vote_by_activation_patching():
     assert (patched1 == (first[f] + previous[prev_other]).argmax(-1)).mean() > 0.99
 
 
+def test_l03_baselines_agreement_and_patching_as_stored():
+    """Findings 8 and 9, as fixed: the lesson prints the majority answer and the one-letter
+    ceilings beside the ablations, and the agreement and patching rates after them."""
+    p, tokens, targets, x0, writes, right = _ablations()
+    first, previous = _vote_tables()
+    answers = targets[:, 2:]
+    text = stored("03_concatenate_and_project", "l03-trained-ablate")
+    majority = np.bincount(answers.ravel()).max() / answers.size
+    assert_printed(100 * majority, first_str(r"most common answer: ([\d.]+)%", text))
+    table = (first[:, None, :] + previous[None, :, :]).argmax(-1)
+    best = [
+        np.mean([np.bincount(row, minlength=16).max() / 16 for row in t]) for t in (table, table.T)
+    ]
+    assert_printed(100 * best[0], first_str(r"only the first letter: ([\d.]+)%", text))
+    assert_printed(100 * best[1], first_str(r"only the previous letter: ([\d.]+)%", text))
+    means = [w.mean(axis=0) for w in writes]
+    # the prose: without both heads, below the constant answer (zero and mean ablation)
+    assert right(x0) < majority and right(x0 + means[0] + means[1]) < majority
+    assert "below the 14.1 % of always giving the most common answer" in prose(
+        "03_concatenate_and_project"
+    )
+    assert printed_close(100 * majority, "14.1")
+
+    def answers_of(stream):
+        return (stream @ p["unembed"]).argmax(-1)[:, 2:]
+
+    out = stored("03_concatenate_and_project", "l03-trained-patch")
+    f, prev = tokens[:, :1], tokens[:, 1:-1]
+    for i, kept in ((0, writes[1]), (1, writes[0])):
+        without = answers_of(x0 + kept)
+        line = re.search(rf"^without head {i}: .*$", out, re.M).group(0)
+        assert_printed(
+            100 * (without == previous[prev].argmax(-1)).mean(),
+            first_str(r"previous-token vote alone on ([\d.]+)%", line),
+        )
+        assert_printed(
+            100 * (without == first[f].argmax(-1)).mean(),
+            first_str(r"first-token vote alone on ([\d.]+)%", line),
+        )
+    other = np.roll(np.arange(len(tokens)), 1)
+    p0 = answers_of(x0 + writes[0][other] + writes[1])
+    p1 = answers_of(x0 + writes[0] + writes[1][other])
+    line0 = re.search(r"^head 0's write .*$", out, re.M).group(0)
+    line1 = re.search(r"^head 1's write .*$", out, re.M).group(0)
+    assert_printed(
+        100 * (p0 == (first[f[other]] + previous[prev]).argmax(-1)).mean(),
+        first_str(r"previous letter on ([\d.]+)%", line0),
+    )
+    assert_printed(
+        100 * (p1 == (first[f] + previous[prev[other]]).argmax(-1)).mean(),
+        first_str(r"previous letter on ([\d.]+)%", line1),
+    )
+    assert_printed(100 * (p0 == answers).mean(), first_str(r"own answer on ([\d.]+)%", line0))
+
+
+def test_l03_deep_pre_ln_and_post_ln_stacks_as_stored():
+    """Finding 10, as fixed: 24 random sub-layers stacked both ways; the stream's size and the
+    input's share (cosine), recomputed with this file's naive loop."""
+
+    def ln(v):
+        return (v - v.mean(-1, keepdims=True)) / v.std(-1, keepdims=True)
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(16, 64))
+    ws = rng.normal(size=(24, 4, 64, 64)) / 8.0
+    pre, post, rows = x, x, []
+    for w in ws:
+        pre = pre + ref_mha(ln(pre), *w, 8)[0]
+        post = ln(post + ref_mha(post, *w, 8)[0])
+        rows.append(
+            [
+                np.sqrt((v**2).mean())
+                if k % 2 == 0
+                else (v * x).sum() / np.linalg.norm(v) / np.linalg.norm(x)
+                for k, v in enumerate((pre, pre, post, post))
+            ]
+        )
+    text = stored("03_concatenate_and_project", "l03-residual-check")
+    for layer in (1, 2, 4, 8, 12, 16, 24):
+        m = re.search(rf"^\s+{layer}\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)$", text, re.M)
+        for value, printed in zip(rows[layer - 1], m.groups()):
+            assert_printed(value, printed, f"sub-layer {layer}")
+    assert rows[-1][0] > rows[0][0] and rows[-1][1] > rows[-1][3]
+
+
 def test_l03_swapping_the_trained_heads_changes_no_score():
     p, tokens, _, x0, writes, _ = _ablations()
     order = np.r_[16:32, 0:16]
