@@ -145,11 +145,32 @@ def check_stages(text: str) -> list[str]:
         return problems + ["the cost of one exponential and one FLOP is not printed"]
     if int(m.group(3)) < 10:
         problems.append(f"one exponential cost {m.group(3)} matrix-product FLOPs, not at least 10")
+    if last["scores"] < max(stages["scores"] for stages in table.values()):
+        problems.append("the score product did not take longest at h = 128")
     m = re.search(r"predict h = 128 at ([\d.]+) times h = 1; the layer took ([\d.]+) times", text)
     if not m:
         return problems + ["the weighted prediction is not printed"]
-    if not float(m.group(1)) < float(m.group(2)):
-        problems.append(f"the weighted count predicts {m.group(1)}, not less than {m.group(2)}")
+    n = d = 128
+    work = {h: attention_flops(n, d, h)["total"] + 5 * h * n * n for h in (1, 128)}
+    dotted = work[128] / work[1]  # the count with each softmax operation as one FLOP
+    if not dotted < float(m.group(1)) < float(m.group(2)):
+        problems.append(
+            f"the weighted count predicts {m.group(1)}, not between the dotted line's "
+            f"{dotted:.2f} and the measured {m.group(2)}"
+        )
+    m = re.search(
+        r"the score product ran at ([\d., ]+) GFLOP/s for h = [\d, ]+; the 256 x 256 product at "
+        r"([\d.]+) GFLOP/s",
+        text,
+    )
+    if not m:
+        return problems + ["the speeds of the score product are not printed"]
+    speeds = [float(v) for v in m.group(1).split(",")]
+    if len(speeds) != 4 or speeds[-1] * 10 > float(m.group(2)):
+        problems.append(
+            f"at h = 128 the score product ran at {speeds[-1]} GFLOP/s, not at least 10 times "
+            f"slower than {m.group(2)}"
+        )
     return problems
 
 
@@ -185,7 +206,9 @@ CLAIMS = {
             "the exponential at h = 128 took at least 20 times as long as at h = 1",
             "made at least half of the growth",
             "cost as much time as at least 10 matrix-product FLOPs",
-            "the weighted count predicts less growth than the layer showed",
+            "the weighted count predicts more growth than the dotted line, less than the layer showed",
+            "the score product took longest at h = 128",
+            "at h = 128 the score product ran at least 10 times slower per FLOP than the 256 x 256 product",
         ],
     ),
 }
@@ -276,6 +299,7 @@ def test_the_checkers_reject_the_contradicting_numbers_issue_34_found():
  128      1      0.129      2.556      1.627      0.376      0.366      0.055   5.109   4.760
 one exponential: 0.509 ns; one matrix-product FLOP: 0.0075 ns; so one exponential costs as much time as 68 matrix-product FLOPs
 FLOPs and exponentials, each at its measured cost, predict h = 128 at 6.4 times h = 1; the layer took 18.5 times as long
+the score product ran at 100.0, 70.0, 28.1, 1.7 GFLOP/s for h = 1, 8, 32, 128; the 256 x 256 product at 133.3 GFLOP/s
 """
     assert check_stages(good) == []
     assert any("at least 20" in p for p in check_stages(good.replace("1.627", "0.100")))
@@ -283,6 +307,11 @@ FLOPs and exponentials, each at its measured cost, predict h = 128 at 6.4 times 
         "at least 10" in p for p in check_stages(good.replace("as 68 matrix", "as 6 matrix"))
     )
     assert any(
-        "not less than" in p for p in check_stages(good.replace("at 6.4 times", "at 19.0 times"))
+        "not between" in p for p in check_stages(good.replace("at 6.4 times", "at 19.0 times"))
     )
+    assert any(
+        "not between" in p for p in check_stages(good.replace("at 6.4 times", "at 1.2 times"))
+    )
+    assert any("slower" in p for p in check_stages(good.replace("1.7 GFLOP/s", "17.0 GFLOP/s")))
+    assert any("longest" in p for p in check_stages(good.replace("0.149", "2.900")))
     assert check_lengths("") != [] and check_scores("") != [] and check_heads("") != []
