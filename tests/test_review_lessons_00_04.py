@@ -604,8 +604,6 @@ def test_l02_pytorch_retrains_the_shipped_weights_from_the_stated_recipe():
 
 def test_l02_trained_heads_match_the_hand_built_patterns_if_the_lesson_says_so():
     claim = "almost exactly the two patterns we built by hand above"
-    if claim not in prose("02_heads"):
-        return  # the lesson no longer claims it
     _, models = _trained()
     tokens, _ = _test_set()
     _, _, w = _forward(models["votes_two_heads"], tokens, 2)
@@ -616,18 +614,24 @@ def test_l02_trained_heads_match_the_hand_built_patterns_if_the_lesson_says_so()
         (tokens[:, None, :] == tokens[:, :, None]) & np.tril(np.ones((10, 10), bool), -1)
     ).any(-1)
     same_word = [(w[:, i] * same).sum(-1)[earlier].mean() for i in range(2)]
-    assert max(prev) > 0.9 and max(same_word) > 0.9, (first, prev, same_word)
+    if claim in prose("02_heads"):
+        assert max(prev) > 0.9 and max(same_word) > 0.9, (first, prev, same_word)
+    else:  # what the lesson says since the fix: one built pattern (previous token), one not
+        assert "Only one of them is a pattern we built by hand" in prose("02_heads")
+        assert max(prev) > 0.9 and max(first) > 0.9 and max(same_word) < 0.5
 
 
 def test_l02_every_logit_goes_through_the_heads_if_the_lesson_says_so():
-    if "every number it computes goes through those two heads" not in prose("02_heads"):
-        return
+    claim = "every number it computes goes through those two heads"
     _, models = _trained()
     tokens, _ = _test_set()
     x0, _, _ = _forward(models["votes_two_heads"], tokens, 2)
     direct = x0 @ models["votes_two_heads"]["unembed"]  # logits with both heads' writes removed
     direct = direct - direct.mean(-1, keepdims=True)  # only differences between answers matter
-    assert np.abs(direct).max() < 1e-9
+    if claim in prose("02_heads"):
+        assert np.abs(direct).max() < 1e-9
+    else:  # since the fix the lesson names the direct path, which is really there
+        assert "residual connection" in prose("02_heads") and np.abs(direct).max() > 1
 
 
 def test_l02_the_embeddings_alone_answer_worse_than_a_constant_answer():
@@ -1066,8 +1070,10 @@ def test_l04_vaswani_rows_have_equal_parameters():
 
 
 def test_l04_stored_length_timings_need_no_other_explanation_if_the_lesson_says_so():
-    if "Nothing in these numbers needs another explanation" not in prose("04_cost"):
-        return
+    says = "Nothing in these numbers needs another explanation" in prose("04_cost") or (
+        "on the stored run no doubling multiplied the time by more than 4" in prose("04_cost")
+    )
+    assert says, "the lesson makes neither claim about the length timings any more"
     text = stored("04_cost", "l04-26")
     times = {int(m): float(t) for m, t in re.findall(r"^n =\s*(\d+)\s+([\d.]+) ms", text, re.M)}
     lengths = sorted(times)
