@@ -159,6 +159,18 @@ def check_stages(text: str) -> list[str]:
             f"{dotted:.2f} and the measured {m.group(2)}"
         )
     m = re.search(
+        r"the layer took ([\d.]+) ms more than the weighted count predicts; the score product "
+        r"grew by ([\d.]+) ms",
+        text,
+    )
+    if not m:
+        return problems + ["what the weighted count leaves is not printed"]
+    if not float(m.group(2)) > 0.5 * float(m.group(1)):
+        problems.append(
+            f"the score product grew by {m.group(2)} ms, not more than half of the {m.group(1)} ms "
+            f"the weighted count leaves"
+        )
+    m = re.search(
         r"the score product ran at ([\d., ]+) GFLOP/s for h = [\d, ]+; the 256 x 256 product at "
         r"([\d.]+) GFLOP/s",
         text,
@@ -208,6 +220,7 @@ CLAIMS = {
             "cost as much time as at least 10 matrix-product FLOPs",
             "the weighted count predicts more growth than the dotted line, less than the layer showed",
             "the score product took longest at h = 128",
+            "the score product's growth is more than half of what the weighted count leaves",
             "at h = 128 the score product ran at least 10 times slower per FLOP than the 256 x 256 product",
         ],
     ),
@@ -299,6 +312,7 @@ def test_the_checkers_reject_the_contradicting_numbers_issue_34_found():
  128      1      0.129      2.556      1.627      0.376      0.366      0.055   5.109   4.760
 one exponential: 0.509 ns; one matrix-product FLOP: 0.0075 ns; so one exponential costs as much time as 68 matrix-product FLOPs
 FLOPs and exponentials, each at its measured cost, predict h = 128 at 6.4 times h = 1; the layer took 18.5 times as long
+at h = 128 the layer took 3.100 ms more than the weighted count predicts; the score product grew by 2.514 ms
 the score product ran at 100.0, 70.0, 28.1, 1.7 GFLOP/s for h = 1, 8, 32, 128; the 256 x 256 product at 133.3 GFLOP/s
 """
     assert check_stages(good) == []
@@ -311,6 +325,9 @@ the score product ran at 100.0, 70.0, 28.1, 1.7 GFLOP/s for h = 1, 8, 32, 128; t
     )
     assert any(
         "not between" in p for p in check_stages(good.replace("at 6.4 times", "at 1.2 times"))
+    )
+    assert any(
+        "more than half" in p for p in check_stages(good.replace("by 2.514 ms", "by 1.200 ms"))
     )
     assert any("slower" in p for p in check_stages(good.replace("1.7 GFLOP/s", "17.0 GFLOP/s")))
     assert any("longest" in p for p in check_stages(good.replace("0.149", "2.900")))
