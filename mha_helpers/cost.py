@@ -3,11 +3,14 @@
 Names: ``d_model`` (d), ``num_heads`` (h query heads), ``num_kv_heads`` (g key/value heads,
 default h), ``d_head`` (head width, default d / h), ``n`` tokens. One multiply-add counts as
 2 FLOPs. The FLOP counts are the matrix products only. Softmax and masking are not counted,
-but they are not lower order: at about 5 operations per attention weight (a rough count),
-``5 h n^2`` grows as n^2 like the score products, and its ratio to their ``4 n^2 d`` FLOPs is
-``5 / (4 d_head)`` whatever n is. That is a count of operations, not time: on a GPU a non-matmul
-operation costs far more than a matmul FLOP (about 16 times on an A100: FlashAttention-2,
-arXiv 2307.08691, §3.1).
+but they are not lower order: at about 5 operations per attention weight (a rough count for a
+textbook softmax; the course's ``scaled_dot_product_attention`` makes two passes over the
+weights, the exponential and the row sums), ``5 h n^2`` grows as n^2 like the score products,
+and its ratio to their ``4 n^2 d`` FLOPs is ``5 / (4 d_head)`` whatever n is. That is a count of
+operations, not time: on a GPU a non-matmul operation costs far more than a matmul FLOP (about
+16 times on an A100: FlashAttention-2, arXiv 2307.08691, §3.1), and on a CPU one exponential
+can cost as much time as many matmul FLOPs (lesson 04, section 4, measures it on the learner's
+machine).
 
 >>> f = attention_flops(1024, 768, 12)     # GPT-2 small, d_head = 64: softmax work / score FLOPs
 >>> 5 * 12 * 1024**2 / (f["scores"] + f["weighted_sum"]) == 5 / (4 * 64)

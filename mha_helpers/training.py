@@ -9,9 +9,12 @@ The model (lesson 06):
 * a linear readout ``unembed`` ``(d_model, num_outputs)`` turns each position into logits;
 * the loss is softmax cross-entropy, averaged over the positions whose target is not ``-1``.
 
-There are no MLPs, layer norms or biases, so every number the model computes comes from
-attention. Parameters live in a plain ``dict`` of arrays, so a gradient check, the optimizer and
-head pruning are all a loop over its entries.
+There are no MLPs, layer norms or biases. The readout reads the sum of the embeddings and the
+layers' writes (a residual connection), so the embeddings also reach the logits without passing
+through attention. In the vote-table task of lessons 02 and 03 they say nothing useful on their
+own: lesson 02 removes both heads' writes of its trained model and measures that it is then
+right less often than a constant answer. Parameters live in a plain ``dict`` of arrays, so a
+gradient check, the optimizer and head pruning are all a loop over its entries.
 
 Everything is determined by seeds: the same seed gives the same weights, the same batches and
 bit-for-bit the same trained model on the same machine and library versions.

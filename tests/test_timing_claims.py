@@ -93,6 +93,12 @@ def check_lengths(text: str) -> list[str]:
         problems.append(
             f"n 32 -> 64 multiplied the time by {times[64] / times[32]:.2f}, not less than 1.5"
         )
+    for a, b in zip(lengths, lengths[1:]):
+        if times[b] / times[a] > 4:
+            problems.append(
+                f"n {a} -> {b}: time x {times[b] / times[a]:.2f}, more than the 4 times that any "
+                f"term of the count grows by"
+            )
     for a, b in zip(lengths[1:], lengths[2:]):
         flop_growth = attention_flops(b, 128, 8)["total"] / attention_flops(a, 128, 8)["total"]
         relative = (times[b] / times[a]) / flop_growth
@@ -101,6 +107,82 @@ def check_lengths(text: str) -> list[str]:
                 f"n {a} -> {b}: time x {times[b] / times[a]:.2f} against FLOPs x {flop_growth:.2f}, "
                 f"not within 2/3 to 2 times"
             )
+    return problems
+
+
+def check_stages(text: str) -> list[str]:
+    """The layer's stages timed one by one at d_model = n = 128 (cell l04-stages)."""
+    names = ["qkv", "scores", "exp", "sums", "av", "out"]
+    rows = re.findall(r"^\s*(\d+)\s+\d+((?:\s+[\d.]+){8})\s*$", text, re.M)
+    table = {int(h): [float(v) for v in values.split()] for h, values in rows}
+    if sorted(table) != [1, 8, 32, 128]:
+        return [f"expected stage rows for h = 1, 8, 32, 128, found {sorted(table)}"]
+    problems = []
+    for h, row in table.items():
+        stages = dict(zip(names, row[:6]))
+        if abs(sum(row[:6]) - row[6]) > 0.0005 * 7 + 1e-9:
+            problems.append(f"h = {h}: the printed sum {row[6]} is not the sum of the stages")
+        table[h] = stages
+    first, last = table[1], table[128]
+    if last["exp"] < 20 * first["exp"]:
+        problems.append(
+            f"the exponential at h = 128 took {last['exp'] / first['exp']:.1f} times as long as at "
+            f"h = 1, not at least 20"
+        )
+    growth = {k: last[k] - first[k] for k in names}
+    on_scores = growth["scores"] + growth["exp"] + growth["sums"]
+    if on_scores < 0.5 * sum(growth.values()):
+        problems.append(
+            f"the score product, exp and row sums made {on_scores:.3f} of "
+            f"{sum(growth.values()):.3f} ms of growth, not at least half"
+        )
+    m = re.search(
+        r"one exponential: ([\d.]+) ns; one matrix-product FLOP: ([\d.]+) ns; .* as "
+        r"(\d+) matrix-product FLOPs",
+        text,
+    )
+    if not m:
+        return problems + ["the cost of one exponential and one FLOP is not printed"]
+    if int(m.group(3)) < 10:
+        problems.append(f"one exponential cost {m.group(3)} matrix-product FLOPs, not at least 10")
+    if last["scores"] < max(stages["scores"] for stages in table.values()):
+        problems.append("the score product did not take longest at h = 128")
+    m = re.search(r"predict h = 128 at ([\d.]+) times h = 1; the layer took ([\d.]+) times", text)
+    if not m:
+        return problems + ["the weighted prediction is not printed"]
+    n = d = 128
+    work = {h: attention_flops(n, d, h)["total"] + 5 * h * n * n for h in (1, 128)}
+    dotted = work[128] / work[1]  # the count with each softmax operation as one FLOP
+    if not dotted < float(m.group(1)) < float(m.group(2)):
+        problems.append(
+            f"the weighted count predicts {m.group(1)}, not between the dotted line's "
+            f"{dotted:.2f} and the measured {m.group(2)}"
+        )
+    m = re.search(
+        r"the layer took ([\d.]+) ms more than the weighted count predicts; the score product "
+        r"grew by ([\d.]+) ms",
+        text,
+    )
+    if not m:
+        return problems + ["what the weighted count leaves is not printed"]
+    if not float(m.group(2)) > 0.5 * float(m.group(1)):
+        problems.append(
+            f"the score product grew by {m.group(2)} ms, not more than half of the {m.group(1)} ms "
+            f"the weighted count leaves"
+        )
+    m = re.search(
+        r"the score product ran at ([\d., ]+) GFLOP/s for h = [\d, ]+; the 256 x 256 product at "
+        r"([\d.]+) GFLOP/s",
+        text,
+    )
+    if not m:
+        return problems + ["the speeds of the score product are not printed"]
+    speeds = [float(v) for v in m.group(1).split(",")]
+    if len(speeds) != 4 or speeds[-1] * 10 > float(m.group(2)):
+        problems.append(
+            f"at h = 128 the score product ran at {speeds[-1]} GFLOP/s, not at least 10 times "
+            f"slower than {m.group(2)}"
+        )
     return problems
 
 
@@ -127,6 +209,19 @@ CLAIMS = {
         [
             "less than 1.5 times on the stored run",
             "by between 2/3 and 2 times what it multiplied the FLOPs by",
+            "on the stored run no doubling multiplied the time by more than 4",
+        ],
+    ),
+    "l04-stages": (
+        check_stages,
+        [
+            "the exponential at h = 128 took at least 20 times as long as at h = 1",
+            "made at least half of the growth",
+            "cost as much time as at least 10 matrix-product FLOPs",
+            "the weighted count predicts more growth than the dotted line, less than the layer showed",
+            "the score product took longest at h = 128",
+            "the score product's growth is more than half of what the weighted count leaves",
+            "at h = 128 the score product ran at least 10 times slower per FLOP than the 256 x 256 product",
         ],
     ),
 }
@@ -205,4 +300,35 @@ def test_the_checkers_reject_the_contradicting_numbers_issue_34_found():
         for p in check_scores(OLD_SCORES.replace("1.17", "1.50"))
     )
     assert any("n 128 -> 256" in p for p in check_lengths(OLD_LENGTHS))
+    # the stored step that the review of lessons 00-04 found (finding 5): 5.23 times in one doubling
+    review_lengths = (
+        "n = 32 0.445 ms\nn = 64 0.437 ms\nn = 128 0.883 ms\nn = 256 2.315 ms\nn = 512 12.100 ms\n"
+    )
+    assert any("more than the 4 times" in p for p in check_lengths(review_lengths))
+    assert check_stages("") != []
+    good = """   1    128      0.101      0.042      0.008      0.003      0.039      0.033   0.226   0.257
+   8     16      0.102      0.060      0.066      0.021      0.055      0.044   0.348   0.377
+  32      4      0.113      0.149      0.264      0.078      0.110      0.068   0.782   0.833
+ 128      1      0.129      2.556      1.627      0.376      0.366      0.055   5.109   4.760
+one exponential: 0.509 ns; one matrix-product FLOP: 0.0075 ns; so one exponential costs as much time as 68 matrix-product FLOPs
+FLOPs and exponentials, each at its measured cost, predict h = 128 at 6.4 times h = 1; the layer took 18.5 times as long
+at h = 128 the layer took 3.100 ms more than the weighted count predicts; the score product grew by 2.514 ms
+the score product ran at 100.0, 70.0, 28.1, 1.7 GFLOP/s for h = 1, 8, 32, 128; the 256 x 256 product at 133.3 GFLOP/s
+"""
+    assert check_stages(good) == []
+    assert any("at least 20" in p for p in check_stages(good.replace("1.627", "0.100")))
+    assert any(
+        "at least 10" in p for p in check_stages(good.replace("as 68 matrix", "as 6 matrix"))
+    )
+    assert any(
+        "not between" in p for p in check_stages(good.replace("at 6.4 times", "at 19.0 times"))
+    )
+    assert any(
+        "not between" in p for p in check_stages(good.replace("at 6.4 times", "at 1.2 times"))
+    )
+    assert any(
+        "more than half" in p for p in check_stages(good.replace("by 2.514 ms", "by 1.200 ms"))
+    )
+    assert any("slower" in p for p in check_stages(good.replace("1.7 GFLOP/s", "17.0 GFLOP/s")))
+    assert any("longest" in p for p in check_stages(good.replace("0.149", "2.900")))
     assert check_lengths("") != [] and check_scores("") != [] and check_heads("") != []
