@@ -444,6 +444,34 @@ def test_07_end_padding_needs_no_padding_mask_under_a_causal_mask():
     assert not np.allclose(y_left[1, 2:], alone)
 
 
+def test_07_lesson_shows_what_each_mask_does():
+    """Review finding 2 (fixed): l07-17 now runs the causal mask alone first (equal to the
+    sentences alone, with end padding), shows that the padding mask changes only the padding rows,
+    and that with start padding the causal mask alone gets sentences 1 and 2 wrong."""
+    r = _lesson07_draws()
+    x, lengths, w = r["x"], r["lengths"], r["w_dec"]
+    text = stored("07", "l07-17")
+    assert "causal mask alone : every sentence's real tokens equal the sentence alone: True" in text
+    assert "causal and padding: every sentence's real tokens equal the sentence alone: True" in text
+    y_causal, _ = _mha(x, w, allowed=causal(5))
+    valid = np.arange(5) < lengths[:, None]
+    y_both, _ = _mha(x, w, allowed=causal(5)[None] & valid[:, None, :])
+    changed = (~np.isclose(y_causal, y_both).all(axis=-1)).astype(int)
+    assert np.array_equal(changed, ~valid)  # exactly the padding rows
+    printed = text.split("sentences 0, 1, 2:\n")[1].splitlines()[:3]
+    assert [[int(c) for c in re.findall(r"\d", row)] for row in printed] == changed.tolist()
+    x_start = np.stack([np.roll(x[b], 5 - L, axis=0) for b, L in enumerate(lengths)])
+    y_start, _ = _mha(x_start, w, allowed=causal(5))
+    same = [
+        bool(np.allclose(y_start[b, 5 - L :], _mha(x[b, :L], w, allowed=causal(L))[0]))
+        for b, L in enumerate(lengths)
+    ]
+    assert same == [True, False, False]
+    assert f"real tokens equal the sentence alone: {same}" in text
+    notice = source("07", "l07-17b")
+    assert "does not show the padding mask at work" in notice and "sentences 1 and 2" in notice
+
+
 def test_07_left_padding_leaves_queries_without_keys():
     """l07-20 (cell 21): 0 empty rows with end padding, 5 with start padding."""
     lengths = np.array([5, 3, 2])
