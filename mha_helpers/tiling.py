@@ -82,9 +82,11 @@ def tiled_attention(q, k, v, *, block_size: int = 64, mask=None, return_logsumex
     mask : optional boolean array broadcastable to (..., n_q, n_k); True = may attend (the
         course's polarity, as in :func:`mha_helpers.scaled_dot_product_attention`)
 
-    return_logsumexp : also return each row's ``log(sum_j exp(score_j))``, ``(..., n_q)``: the
-        one number per query that FlashAttention keeps for its backward pass
-        (:func:`tiled_attention_backward` recomputes the weights from it)
+    return_logsumexp : also return each row's ``log(sum_j exp(score_j))``, ``(..., n_q)``,
+        ``m + log(ell)``: the one number per query that FlashAttention-2 keeps for its backward
+        pass (Dao 2023, arXiv 2307.08691, §3.1.1; FlashAttention itself keeps both ``m`` and
+        ``ell``, Dao et al. 2022, Algorithms 2 and 4). :func:`tiled_attention_backward`
+        recomputes the weights from it
 
     Returns the output, ``(..., n_q, d_v)``: the same numbers as
     ``scaled_dot_product_attention(q, k, v, mask)[0]`` up to round-off. The attention weights
@@ -151,10 +153,10 @@ def attention_io(n, d, sram_elements, algorithm="standard") -> dict:
     * ``"standard"`` (Algorithm 0): read Q, K, write S = Q K^T (n x n); read S, write
       P = softmax(S); read P and V, write O. Total ``4 n d + 4 n^2``: Theta(n d + n^2).
     * ``"tiled"`` (Algorithm 1): blocks of ``B_c = ceil(M / 4d)`` keys and
-      ``B_r = min(B_c, d)`` queries. K and V are read once; for each of the
-      ``T_c = ceil(n / B_c)`` key blocks, all of Q is read, O is read and written and the
-      running max and sum (m, l) are read and written. Total ``2 n d + T_c (3 n d + 4 n)``:
-      Theta(n^2 d^2 / M).
+      ``B_r = min(B_c, d)`` queries. O, l and m are first set in HBM (line 2: ``n d + 2 n``
+      numbers written); K and V are read once; for each of the ``T_c = ceil(n / B_c)`` key
+      blocks, all of Q is read, O is read and written and the running max and sum (m, l) are
+      read and written. Total ``3 n d + 2 n + T_c (3 n d + 4 n)``: Theta(n^2 d^2 / M).
     * ``"tiled_q_outer"``: the loop order of FlashAttention-2 (Dao 2023, arXiv 2307.08691,
       Algorithm 1), query blocks outside, key blocks inside. The course's count, with blocks
       of ``B = ceil(M / 4d)`` queries and as many keys (the same split of the fast memory as
@@ -189,6 +191,7 @@ def attention_io(n, d, sram_elements, algorithm="standard") -> dict:
         passes = math.ceil(n / block)  # T_c key blocks (Algorithm 1) or T_r query blocks
         if algorithm == "tiled":
             out = {
+                "O, m and l initialised": n * d + 2 * n,  # Algorithm 1, line 2: set in HBM
                 "Q, K, V read": 2 * n * d + passes * n * d,  # K, V once; Q once per key block
                 "O read and written": passes * 2 * n * d,  # once per key block
                 "m and l": passes * 4 * n,  # running max and sum, read and written per key block
@@ -209,7 +212,8 @@ def attention_io(n, d, sram_elements, algorithm="standard") -> dict:
 
 def tiled_attention_backward(q, k, v, out, logsumexp, d_out, *, block_size: int = 64, mask=None):
     """Gradients of tiled attention with the weights *recomputed*, never stored (FlashAttention's
-    backward pass, Dao et al. 2022, §3.1 "Recomputation" and Appendix B).
+    backward pass, Dao et al. 2022, §3.1 "Recomputation" and Algorithm 4; from one log-sum-exp
+    per row as in FlashAttention-2, Dao 2023, §3.1.1 and Algorithm 2).
 
     Parameters
     ----------
@@ -220,9 +224,12 @@ def tiled_attention_backward(q, k, v, out, logsumexp, d_out, *, block_size: int 
     block_size, mask : as in :func:`tiled_attention`
 
     Returns ``(d_q, d_k, d_v)`` with the shapes and dtype of ``q``, ``k``, ``v``. The forward
-    pass kept one number per query (its log-sum-exp) instead of the ``n_q x n_k`` weights;
-    here each block of weights is rebuilt from it, ``exp(score - logsumexp)``, used and dropped,
-    so at most ``n_q x block_size`` weights exist at any time. Per block of keys::
+    pass kept one number per query (its log-sum-exp, FlashAttention-2's choice; FlashAttention
+    keeps the running max and sum separately) instead of the ``n_q x n_k`` weights; here each
+    block of weights is rebuilt from it, ``exp(score - logsumexp)``, used and dropped, so at
+    most ``n_q x block_size`` weights exist at any time. Masked scores are set to ``-inf``
+    *before* the exponential, as in the forward pass, so large masked scores cannot overflow
+    (a mask row with no allowed key is refused, as in the forward pass). Per block of keys::
 
         d_v_block = P^T d_out
         d_P = d_out v_block^T
@@ -264,9 +271,10 @@ def tiled_attention_backward(q, k, v, out, logsumexp, d_out, *, block_size: int 
         stop = min(start + block_size, n_k)
         k_b = k[..., start:stop, :].astype(wide, copy=False)  # (..., b, d_k)
         v_b = v[..., start:stop, :].astype(wide, copy=False)  # (..., b, d_v)
-        p = np.exp(q_s @ k_b.swapaxes(-1, -2) - lse)  # (..., n_q, b): recomputed weights
-        if mask is not None:
-            p = np.where(mask[..., start:stop], p, 0)  # (..., n_q, b)
+        s = q_s @ k_b.swapaxes(-1, -2)  # (..., n_q, b): the scores, recomputed
+        if mask is not None:  # mask first, as the forward pass does: exp(-inf) = 0, no overflow
+            s = np.where(mask[..., start:stop], s, np.asarray(-np.inf, dtype=wide))
+        p = np.exp(s - lse)  # (..., n_q, b): recomputed weights, each <= 1
         d_v_all[..., start:stop, :] = p.swapaxes(-1, -2) @ d_out  # (..., b, d_v)
         d_s = p * (d_out @ v_b.swapaxes(-1, -2) - big_d)  # (..., n_q, b)
         d_q += d_s @ k_b * scale  # (..., n_q, d_k)

@@ -28,7 +28,7 @@ UNCOMPARED = {
     "environment_report": "prints the learner's own Python, packages and paths",
     "fastest_times": "prints timings of this machine (tests/test_timing_claims.py checks the "
     "stored ones support the lesson's text)",
-    "fastest_time(": "prints timings of this machine (lesson 08's matrix-vector sweep)",
+    "round_robin_times(": "prints timings of this machine (lesson 08's matrix-vector sweep)",
 }
 TOL = {"%": 1.0, "number": 0.05, "why": "a test tolerance, for the comparison itself"}
 

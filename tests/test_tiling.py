@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -234,7 +235,7 @@ def simulate_algorithm_1(n, d, sram):
     """Walk Algorithm 1's loops of Dao et al. 2022 and count every load and store of HBM."""
     b_c = math.ceil(sram / (4 * d))
     b_r = min(b_c, d)
-    moved = 0
+    moved = n * d + 2 * n  # line 2: O = 0, l = 0, m = -inf set in HBM
     for j0 in range(0, n, b_c):  # outer loop: key/value blocks
         bc = min(b_c, n - j0)
         moved += 2 * bc * d  # load K_j, V_j
@@ -372,6 +373,75 @@ def test_recomputed_gradients_agree_with_torch_autograd():
     y.backward(torch.from_numpy(d_out))
     for g, tt in zip(got, t):
         np.testing.assert_allclose(g, tt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    lead=st.sampled_from([(), (2,), (2, 3)]),
+    n_q=st.integers(1, 8),
+    n_k=st.integers(1, 30),
+    d_k=st.integers(1, 5),
+    d_v=st.integers(1, 4),
+    block=st.integers(1, 40),
+    masked=st.sampled_from(["none", "random", "causal"]),
+    scale=st.sampled_from([1.0, 10.0]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_recomputed_gradients_equal_the_reference_for_random_shapes_blocks_and_masks(
+    lead, n_q, n_k, d_k, d_v, block, masked, scale, seed
+):
+    """Against the textbook backward pass (written above, from the whole P) on every head of a
+    batch, in float64 to 1e-10 relative: any block size, ragged last blocks, any leading axes."""
+    rng = np.random.default_rng(seed)
+    q = scale * rng.normal(size=lead + (n_q, d_k))
+    k = scale * rng.normal(size=lead + (n_k, d_k))
+    v = rng.normal(size=lead + (n_k, d_v))
+    d_out = rng.normal(size=lead + (n_q, d_v))
+    if masked == "random":
+        mask = random_mask(rng, n_q, n_k, 0.4)
+    elif masked == "causal":  # the last n_q rows of a causal mask: every query keeps a key
+        mask = np.tril(np.ones((n_q, n_k), bool), k=max(n_k - n_q, 0))
+    else:
+        mask = None
+    out, lse = tiled_attention(q, k, v, block_size=block, mask=mask, return_logsumexp=True)
+    got = tiled_attention_backward(q, k, v, out, lse, d_out, block_size=block, mask=mask)
+    for index in np.ndindex(lead):
+        want = full_matrix_backward(q[index], k[index], v[index], d_out[index], mask)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g[index], w, rtol=1e-10, atol=1e-10 * scale**2)
+
+
+def test_large_masked_scores_do_not_overflow_in_the_backward_pass():
+    """Review of lessons 05-08, finding 10: with a causal mask and scores in the thousands, the
+    masked scores exceed a row's log-sum-exp by hundreds; exponentiating them before masking
+    overflows (a RuntimeWarning). Masking first, as the forward pass does, gives none."""
+    rng = np.random.default_rng(14)
+    q, k, v = (40 * rng.normal(size=(64, 8)) for _ in range(3))
+    mask = causal_mask(64)
+    raw = q @ k.T / math.sqrt(8)
+    out, lse = tiled_attention(q, k, v, block_size=16, mask=mask, return_logsumexp=True)
+    assert (raw - lse[:, None])[~mask].max() > 710  # exp of these overflows float64
+    d_out = rng.normal(size=out.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any overflow or invalid-value warning fails the test
+        got = tiled_attention_backward(q, k, v, out, lse, d_out, block_size=16, mask=mask)
+    for g, want in zip(got, full_matrix_backward(q, k, v, d_out, mask)):
+        assert np.isfinite(g).all()
+        np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-8)
+
+
+def test_float32_gradients_agree_with_the_float64_reference_to_float32_precision():
+    rng = np.random.default_rng(15)
+    q, k, v = (rng.normal(size=(2, 40, 8)).astype(np.float32) for _ in range(3))
+    d_out = rng.normal(size=(2, 40, 8)).astype(np.float32)
+    mask = causal_mask(40)
+    out, lse = tiled_attention(q, k, v, block_size=16, mask=mask, return_logsumexp=True)
+    got = tiled_attention_backward(q, k, v, out, lse, d_out, block_size=16, mask=mask)
+    for i in range(2):
+        want = full_matrix_backward(*(a[i].astype(np.float64) for a in (q, k, v, d_out)), mask)
+        for g, w in zip(got, want):
+            assert g.dtype == np.float32
+            np.testing.assert_allclose(g[i], w, rtol=1e-4, atol=1e-5)
 
 
 def test_the_backward_pass_never_builds_the_full_weight_matrix():
