@@ -108,7 +108,7 @@ def _writes(p, tokens, h):
     a = _softmax(s)  # (B, h, n, n)
     o = a @ v  # (B, h, n, dh)
     w_o = p["layers.0.w_o"]
-    return x, [o[:, i] @ w_o[i * dh:(i + 1) * dh] for i in range(h)], a
+    return x, [o[:, i] @ w_o[i * dh : (i + 1) * dh] for i in range(h)], a
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +118,20 @@ def votes():
     one = _model("votes_one_head")
     x2, writes, a2 = _writes(two, tokens, 2)
     x1, writes1, a1 = _writes(one, tokens, 1)
-    return dict(first=first, previous=previous, tokens=tokens, answers=answers, two=two, one=one,
-                x2=x2, writes=writes, a2=a2, x1=x1, writes1=writes1, a1=a1)
+    return dict(
+        first=first,
+        previous=previous,
+        tokens=tokens,
+        answers=answers,
+        two=two,
+        one=one,
+        x2=x2,
+        writes=writes,
+        a2=a2,
+        x1=x1,
+        writes1=writes1,
+        a1=a1,
+    )
 
 
 def _answers(p, stream):
@@ -168,22 +180,34 @@ def test_l03_agreement_and_activation_patching(votes):
     prev_alone = v["previous"][prev_l].argmax(-1)  # (1000, 8)
     out = output("03_concatenate_and_project", "l03-trained-patch")
     without0, without1 = _answers(p, x + w1), _answers(p, x + w0)
-    got = re.findall(r"previous-token vote alone on ([\d.]+)%, as the first-token vote alone on ([\d.]+)%", out)
+    got = re.findall(
+        r"previous-token vote alone on ([\d.]+)%, as the first-token vote alone on ([\d.]+)%", out
+    )
     assert len(got) == 2
-    assert_printed(100 * (without0 == prev_alone).mean(), got[0][0], "without head 0 ~ previous vote")
+    assert_printed(
+        100 * (without0 == prev_alone).mean(), got[0][0], "without head 0 ~ previous vote"
+    )
     assert_printed(100 * (without0 == first_alone).mean(), got[0][1], "without head 0 ~ first vote")
-    assert_printed(100 * (without1 == prev_alone).mean(), got[1][0], "without head 1 ~ previous vote")
+    assert_printed(
+        100 * (without1 == prev_alone).mean(), got[1][0], "without head 1 ~ previous vote"
+    )
     assert_printed(100 * (without1 == first_alone).mean(), got[1][1], "without head 1 ~ first vote")
 
     other = np.roll(np.arange(1000), 1)
     vote = lambda f, q: (v["first"][f] + v["previous"][q]).argmax(-1)  # noqa: E731
     patched0 = _answers(p, x + w0[other] + w1)
     patched1 = _answers(p, x + w0 + w1[other])
-    follows = re.findall(r"previous letter on ([\d.]+)% \(this sequence's own answer on ([\d.]+)%\)", out)
+    follows = re.findall(
+        r"previous letter on ([\d.]+)% \(this sequence's own answer on ([\d.]+)%\)", out
+    )
     assert len(follows) == 2
-    assert_printed(100 * (patched0 == vote(first_l[other], prev_l)).mean(), follows[0][0], "patch 0 follows")
+    assert_printed(
+        100 * (patched0 == vote(first_l[other], prev_l)).mean(), follows[0][0], "patch 0 follows"
+    )
     assert_printed(100 * (patched0 == v["answers"]).mean(), follows[0][1], "patch 0 own answer")
-    assert_printed(100 * (patched1 == vote(first_l, prev_l[other])).mean(), follows[1][0], "patch 1 follows")
+    assert_printed(
+        100 * (patched1 == vote(first_l, prev_l[other])).mean(), follows[1][0], "patch 1 follows"
+    )
     assert_printed(100 * (patched1 == v["answers"]).mean(), follows[1][1], "patch 1 own answer")
 
 
@@ -194,7 +218,9 @@ def test_l03_baselines_majority_and_best_one_letter(votes):
     best_first = np.mean([np.bincount(table[f], minlength=16).max() / 16 for f in range(16)])
     best_prev = np.mean([np.bincount(table[:, q], minlength=16).max() / 16 for q in range(16)])
     assert_printed(100 * best_first, number(r"only the first letter: ([\d.]+)%", out), "best first")
-    assert_printed(100 * best_prev, number(r"only the previous letter: ([\d.]+)%", out), "best previous")
+    assert_printed(
+        100 * best_prev, number(r"only the previous letter: ([\d.]+)%", out), "best previous"
+    )
     majority = np.bincount(v["answers"].ravel()).max() / v["answers"].size
     assert_printed(100 * majority, number(r"most common answer: ([\d.]+)%", out), "majority")
     # the prose: both single-head ablations are below the one-letter ceiling
@@ -224,8 +250,11 @@ def test_l03_pre_ln_and_post_ln_stack_table():
         post = ln(post + _ref_mha(post, *w, 8))
         rows.append((rms(pre), cos(pre), rms(post), cos(post)))
     out = output("03_concatenate_and_project", "l03-residual-check")
-    stored = {int(line.split()[0]): line.split()[1:] for line in out.splitlines()
-              if re.match(r"\s+\d+\s+-?[\d.]+", line)}
+    stored = {
+        int(line.split()[0]): line.split()[1:]
+        for line in out.splitlines()
+        if re.match(r"\s+\d+\s+-?[\d.]+", line)
+    }
     assert sorted(stored) == [1, 2, 4, 8, 12, 16, 24]
     for layer, vals in stored.items():
         for value, printed in zip(rows[layer - 1], vals):
@@ -269,7 +298,10 @@ def test_l04_stage_table_derived_lines_are_consistent():
     weighted = (flops * per_flop + 128 * n**2 * per_exp) / (flops * per_flop + n**2 * per_exp)
     assert_printed(weighted, number(r"predict h = 128 at ([\d.]+) times", out), "weighted count")
     measured = t[128][7] / t[1][7]
-    lo, hi = (t[128][7] - 5e-4) / (t[1][7] + 5e-4), (t[128][7] + 5e-4) / (t[1][7] - 5e-4)  # 3 decimals
+    lo, hi = (
+        (t[128][7] - 5e-4) / (t[1][7] + 5e-4),
+        (t[128][7] + 5e-4) / (t[1][7] - 5e-4),
+    )  # 3 decimals
     assert lo - 0.05 <= float(number(r"the layer took ([\d.]+) times as long", out)) <= hi + 0.05
     assert 1.41 < weighted < measured
     speeds = [float(s) for s in number(r"ran at ([\d., ]+) GFLOP/s for h", out).split(", ")]
@@ -277,24 +309,31 @@ def test_l04_stage_table_derived_lines_are_consistent():
         assert abs(2 * n * n * 128 / (t[h][1] * 1e-3) / 1e9 - s) <= 0.02 * s + 0.1
 
 
-def test_l04_a_larger_n_is_not_stored_as_faster():
-    """The stored n-sweep: doubling n from 32 to 64 must not make the layer faster.
-
-    On the stored run it did (time x 0.91): n = 32 is timed first in every round, right after
-    n = 512 has pushed its weights and inputs out of the caches (measured by rev4: n = 32 takes
-    0.097 ms alone, 0.19-0.26 ms in the round-robin; the step is x 1.76 alone). See
-    docs/reviews/fixes_check.md, problem A.
-    """
-    out = output("04_cost", "l04-26")
-    step = float(number(r"n\s+32 ->\s+64: time x ([\d.]+)", out))
-    assert step >= 1.0, f"stored n 32 -> 64 time x {step}: a doubling of the work made the layer faster"
+def _fastest_times_rewarms_each_function():
+    """True when lesson 04's fastest_times calls each function untimed right before timing it
+    (or changes the order from round to round), so that no timing starts cold."""
+    src = source("04_cost", "l04-19")
+    body = src[src.index("for r in range(rounds)") : src.index("return times")]
+    before_clock = body[: body.index("t0 = clock()")]
+    return "fn()" in before_clock or any(w in body for w in ("permutation", "shuffle", "roll("))
 
 
-test_l04_a_larger_n_is_not_stored_as_faster = pytest.mark.xfail(
+@pytest.mark.xfail(
     strict=True,
     reason="fixes_check.md problem A: the first function of every fastest_times round is timed "
-    "cold, right after the largest; the stored 32 -> 64 step (x 0.91) is that artefact",
-)(test_l04_a_larger_n_is_not_stored_as_faster)
+    "cold, right after the largest one has evicted its data; the stored n 32 -> 64 step "
+    "(time x 0.91) and h = 1's time are that artefact",
+)
+def test_l04_first_function_of_a_round_is_not_timed_cold():
+    """Measured by rev4 (2-core Xeon, loaded): with the lesson's fastest_times the n 32 -> 64
+    step came out x 0.79-0.95 in six runs (the five stored runs of today: 0.91-1.19); calling
+    each function once, untimed, right before its timed call gave x 1.58-1.61, and n = 32 timed
+    alone x 1.76. h = 1 (first in its sweep) took 0.42 ms as is and 0.31 ms re-warmed."""
+    out = output("04_cost", "l04-26")
+    step = float(number(r"n\s+32 ->\s+64: time x ([\d.]+)", out))
+    assert _fastest_times_rewarms_each_function() or step >= 1.3, (
+        f"stored n 32 -> 64 time x {step}, with the first function of each round timed cold"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -314,7 +353,9 @@ def _io(n, d, m):
 
 def test_l08_hbm_table_with_initialisation():
     out = output("08_attention_at_scale", "e2ff2d69")
-    rows = [line.split() for line in out.splitlines() if re.match(r"\s*\d+\s+[\d.]+\s+[\d.]+", line)]
+    rows = [
+        line.split() for line in out.splitlines() if re.match(r"\s*\d+\s+[\d.]+\s+[\d.]+", line)
+    ]
     assert len(rows) == 9
     for row in rows:
         n = int(row[0])
@@ -344,7 +385,9 @@ def test_l08_mla_decode_intensity_and_prefill_forms():
     per_query = 2 * heads * d_h * latent * 2
     un = pairs * unabsorbed + prompt * form_kv
     ab = pairs * absorbed + prompt * per_query
-    assert f"unabsorbed {un / 1e12:.2f} TFLOP, absorbed {ab / 1e12:.2f} TFLOP ({ab / un:.1f}x)" in out
+    assert (
+        f"unabsorbed {un / 1e12:.2f} TFLOP, absorbed {ab / 1e12:.2f} TFLOP ({ab / un:.1f}x)" in out
+    )
     used, total, ctx = 21e9, 236e9, 4096
     attn = absorbed * layers * ctx
     cache = cache_bytes * layers * ctx
