@@ -326,7 +326,7 @@ def _fastest_times_rewarms_each_function():
 )
 def test_l04_first_function_of_a_round_is_not_timed_cold():
     """Measured by rev4 (2-core Xeon, loaded): with the lesson's fastest_times the n 32 -> 64
-    step came out x 0.79-0.95 in six runs (the five stored runs of today: 0.91-1.19); calling
+    step came out x 0.79-1.04 in eight runs (the five stored runs of today: 0.91-1.19); calling
     each function once, untimed, right before its timed call gave x 1.58-1.61, and n = 32 timed
     alone x 1.76. h = 1 (first in its sweep) took 0.42 ms as is and 0.31 ms re-warmed."""
     out = output("04_cost", "l04-26")
