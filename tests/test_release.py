@@ -285,7 +285,8 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
             for word in [expected] if isinstance(expected, str) else expected:
                 assert f'"{word}"' not in public, (q["grade_id"], word)
         assert set(q["public"]) == {"info", "mistakes"}
-        assert set(q["public"]["info"]) <= {"hashes", "type", "shape", "length"}
+        form = {"type", "shape", "length", "sequence", "letter", "sig_figs"}  # none value-dependent
+        assert set(q["public"]["info"]) <= {"hashes"} | form
 
 
 # ---------------------------------------------------------------------------------------------

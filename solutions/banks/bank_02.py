@@ -99,6 +99,7 @@ register(
         prompt="A layer with d_model = 8 and h = 2 heads attends over n = 5 tokens. What is the shape "
         "of the attention weights of all heads together? Answer with a tuple.",
         expected=(2, 5, 5),
+        extra={"answer_type": "int"},
         mistakes=(
             Mistake(
                 "output shape",

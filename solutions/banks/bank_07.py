@@ -35,6 +35,7 @@ register(
         "encoder output of n_k = 7 source tokens (context=). What is the shape of the weights "
         "that multi_head_attention(..., return_weights=True) returns?",
         expected=[2, 4, 5, 7],
+        extra={"answer_type": "int"},
         mistakes=(
             Mistake(
                 "swapped",

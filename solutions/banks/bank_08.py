@@ -289,6 +289,7 @@ register(
         "a decoupled RoPE key of d_h^R = 64. How many bytes does its MLA cache hold per token "
         "(all layers), in fp16?",
         expected=(512 + 64) * 60 * 2,
+        extra={"answer_type": "int"},
         mistakes=(
             Mistake(
                 "latent only",
@@ -345,7 +346,9 @@ register(
         prompt="Llama 2 7B generates one token for ONE sequence that already has 4096 tokens in "
         "its KV cache. Each step reads 13,214,687,232 bytes of weights and the whole cache "
         "(32 layers, 32 KV heads of width 128, fp16). With 3.35e12 bytes per second of memory "
-        "bandwidth, what is the lower bound on the time per generated token, in milliseconds?",
+        "bandwidth, what is the lower bound on the time per generated token, in milliseconds, to 3 "
+        "significant figures (more digits are fine)?",
+        extra={"sig_figs": 3},
         expected=(_WEIGHTS + _CACHE) / _BANDWIDTH * 1e3,
         mistakes=(
             Mistake(

@@ -42,6 +42,7 @@ __all__ = [
     "question_meta",
     "function_verdict",
     "value_verdict",
+    "value_data",
     "value_hashes",
     "value_hashes_near",
     "value_info",
@@ -133,11 +134,21 @@ def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str 
             return None
         if isinstance(got, (float, np.floating)):
             shown = f" {float(got)!r}" if public else ""
-            return f"your answer is the float{shown}, not an int. {INT_COUNT_WHY}"
+            return (
+                f"your answer is the float{shown}, not an int: write a count as a whole number. "
+                f"{INT_COUNT_WHY}"
+            )
         if isinstance(got, np.ndarray) and got.ndim == 0 and got.dtype.kind in "iu":
             return None
         if isinstance(got, np.ndarray) and got.ndim == 0:
             return f"your answer is a 0-d array of dtype {got.dtype}, not an int. {INT_COUNT_WHY}"
+        if isinstance(got, (list, tuple)) and any(
+            isinstance(v, (float, np.floating)) for v in got
+        ):
+            return (
+                "your answer holds floats, not whole numbers (ints): write each size as a whole "
+                f"number. {INT_COUNT_WHY}"
+            )
     return None
 
 
@@ -150,79 +161,95 @@ KNOWN_ERRORS = (
         "`if mask:` (or `mask and ...`, `mask or ...`) asks NumPy for one True/False for a "
         "whole array, which it refuses. To test whether a mask was given, write "
         "`if mask is not None:`; to combine masks elementwise, use & and |.",
+        "if mask",
     ),
     (
         ("cannot be interpreted as an integer",),
         "A size is a float: d_model / num_heads gives a float in Python 3 even when it divides "
         "evenly (8 / 2 is 4.0), and reshape, range and np.zeros refuse floats. Use // : "
         "d_head = d_model // num_heads.",
+        "float size",
     ),
     (
         ("indices must be integers", "only integers, slices"),
         "An index or slice bound is a float: d_model / num_heads gives a float even when it "
         "divides evenly. Use // (d_head = d_model // num_heads) for sizes and positions.",
+        "float index",
     ),
     (
         ("cannot reshape array of size",),
-        "A reshape asks for a shape whose sizes do not multiply to the array's size. Take the "
-        "sizes from this input (n, d_model = x.shape; d_head = d_model // num_heads), not from "
-        "the lesson's example, and check which axes you are cutting.",
+        "A reshape asks for a shape whose sizes do not multiply to the array's size. Print the "
+        "shape you reshape and the shape you ask for; take the sizes from this input "
+        "(n, d_model = x.shape; d_head = d_model // num_heads).",
+        None,
     ),
     (
         ("array split does not result in an equal division",),
         "np.split cuts axis 0 (the tokens) unless told otherwise. Heads split the features: "
         "np.split(x, num_heads, axis=-1), or reshape to (n, h, d_head) and transpose.",
+        "split axis",
     ),
     (
         ("matmul", "mismatch in its core dimension"),
-        "A matrix product's inner sizes do not match: (a x b) @ (b x c). Print the shapes of "
-        "both operands; one of them probably needs a transpose (.T, or .swapaxes(-1, -2) with "
-        "a head or batch axis in front), or the operands are in the wrong order.",
+        "A matrix product's inner sizes do not match: (a x b) @ (b x c) needs the same b on "
+        "both sides. Print the shapes of both operands just before that line and compare them "
+        "with the shapes the question gives.",
+        None,
     ),
     (
         ("shapes", "not aligned"),
-        "A matrix product's inner sizes do not match: (a x b) @ (b x c). Print the shapes of "
-        "both operands; one of them probably needs a transpose, or they are in the wrong order.",
+        "A matrix product's inner sizes do not match: (a x b) @ (b x c) needs the same b on "
+        "both sides. Print the shapes of both operands just before that line.",
+        None,
     ),
     (
         ("too many indices",),
-        "You indexed more axes than the array has: perhaps your code expects a batch or head "
-        "axis that this input does not have. Index from the end (x.shape[-1]) where you can.",
+        "You indexed more axes than the array has. Print the array's shape just before that "
+        "line: it has fewer axes than your code expects.",
+        None,
     ),
     (
         ("tuple index out of range",),
-        "You asked for an axis the array does not have (x.shape[i] with i too large): perhaps "
-        "your code expects a batch or head axis this input does not have.",
+        "You asked for an axis the array does not have (x.shape[i] with i too large). Print "
+        "the shape just before that line.",
+        None,
     ),
     (
         ("is not defined",),
         "Your function uses a name that is defined nowhere it can see: a variable from "
         "another cell (or the lesson) that this notebook did not define, or a typo. Compute "
         "it inside the function from the arguments.",
+        "undefined name",
     ),
     (
         ("missing 1 required positional argument",),
         "The check calls your function without one of its arguments (an optional one, such as "
         "mask): give that parameter its default in the def line, for example `mask=None`.",
+        "missing default",
     ),
     (
         ("cannot cast array data from dtype('float64') to dtype('int64')",),
         "A count is a float: num_heads / num_kv_heads gives a float even when it divides "
         "evenly, and np.repeat and np.tile need whole numbers. Use //.",
+        "float count",
     ),
     (
         ("is out of bounds for axis",),
-        "An index runs past the end of an axis: check the range of positions you index "
-        "(a query t has keys 0 .. t) and which axis is which.",
+        "An index runs past the end of an axis. Print the shape of the array you index and the "
+        "largest index you use on that line, for the case named above.",
+        None,
     ),
     (
         ("has no attribute 'shape'",),
-        "An argument is a list, not an array: convert it first with np.asarray(...).",
+        "An argument is a Python list, not an array (the question allows both): convert it "
+        "first with np.asarray(...).",
+        "list argument",
     ),
     (
         ("division by zero",),
-        "A size became 0 (for example d_model // num_heads when the two are swapped), or you "
-        "divided by a count that can be 0.",
+        "Something divides by zero: print the sizes and counts you divide by on that line, "
+        "for the case named above.",
+        None,
     ),
 )
 
@@ -251,14 +278,26 @@ def error_hint(kind: str, text: str, public: bool = True) -> str:
                         "both (n_q, n_k): rows are queries, columns are keys."
                     )
         return (
-            "Two arrays' shapes do not line up for an elementwise operation. Print both shapes: "
-            "a reduction without keepdims=True, a missing axis (x[:, None]) or a transposed "
-            "array are the usual causes."
+            "Two arrays' shapes do not line up for an elementwise operation (broadcasting "
+            "matches axes from the right, each pair equal or 1). Print both shapes just before "
+            "that line."
         )
-    for needles, hint in KNOWN_ERRORS:
+    for needles, hint, _ in KNOWN_ERRORS:
         if all(n in low for n in needles):
             return hint
     return ""
+
+
+def error_cause(kind: str, text: str) -> str | None:
+    """The cause :func:`error_hint`'s hint names for this error, or ``None`` when the hint only
+    says where to look (the error alone does not tell the cause)."""
+    low = f"{kind}: {text}".lower()
+    if "could not be broadcast" in low:
+        return "transposed operand" if "one of them is transposed" in error_hint(kind, text) else None
+    for needles, _, cause in KNOWN_ERRORS:
+        if all(n in low for n in needles):
+            return cause
+    return None
 
 
 def _location_text(where) -> str:
@@ -398,7 +437,7 @@ def function_verdict(
     """
     if helpers:
         r = base_verdict(meta)
-        r.update(message=helper_message(helpers), hint="")
+        r.update(message=helper_message(helpers), hint="", cause="forbidden helper")
         r["helpers"] = list(helpers)
         return r
     scan = _scan_cases(meta, results, expected, n_public)
@@ -410,7 +449,13 @@ def function_verdict(
         i, problem = scan.type_note
         public = i < n_public
         r = base_verdict(meta)
-        r.update(case=i, public=public, hint="", message=f"{_case_name(i, public)}: {problem}")
+        r.update(
+            case=i,
+            public=public,
+            hint="",
+            message=f"{_case_name(i, public)}: {problem}",
+            cause="type",
+        )
         return r
     return _wrong_values(meta, scan, results, expected, mistakes, n_public, traits)
 
@@ -492,6 +537,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             public=public,
             hint=error_hint(kind, text, public) or meta["hint"],
             message=message,
+            cause=error_cause(kind, text) if error_hint(kind, text, public) else None,
         )
         if public:
             r["where"] = getattr(res, "where", None)
@@ -505,6 +551,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             message=f"your function changes its input {names} in place, so the caller's "
             f"array is different afterwards (the next cell would see the change). "
             f"Work on a copy (for example `w = w.copy()`) or build a new array.",
+            cause="in place",
         )
         return r
     if res.value is None and want is not None:
@@ -513,6 +560,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             public=public,
             hint="",
             message="your function returned None: did you forget `return`?",
+            cause="no return",
         )
         return r
     return None
@@ -542,6 +590,7 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     r = base_verdict(meta)
     r.update(case=i, public=public, hint=hint, message=message)
     r["mistake"] = named
+    r["cause"] = named
     r["diagnosis"] = diagnosis
     if public:
         r.update(expected=expected[i], actual=results[i].value)
@@ -563,6 +612,8 @@ def _number_text(v: float, digits: int, scale: float) -> str:
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
+    if v.is_integer() and abs(v) < 2**53:
+        return str(int(v))  # a whole number is compared exactly, whatever its size (a count)
     if abs(v) <= _zero_below(digits, scale):
         return "0"
     text = f"{v:.{digits}g}"
@@ -594,9 +645,11 @@ def _canonical(x, digits: int, depth: int = 0):
     )
 
 
-def value_hashes(grade_id: str, x) -> list | None:
+def value_hashes(grade_id: str, x, sig_figs: int | None = None) -> list | None:
     """Salted hashes of ``x`` rounded to 6 and to 5 significant digits (``None`` when ``x`` is
-    not a number, an array, text or a tuple of those). Two values match when either hash
+    not a number, an array, text or a tuple of those). With ``sig_figs`` (a question that states
+    its precision), one hash of ``x`` rounded to that many significant figures. Whole numbers
+    are written out exactly (a count is never rounded). Two values match when either hash
     agrees: whatever the value, at least one of the two roundings is not near a boundary, so a
     right answer computed a little differently still matches.
 
@@ -606,12 +659,33 @@ def value_hashes(grade_id: str, x) -> list | None:
     True
     """
     out = []
-    for digits in (6, 5):
+    for digits in (sig_figs,) if sig_figs else (6, 5):
         c = _canonical(x, digits)
         if c is None:
             return None
         out.append(_salted(grade_id, c))
     return out
+
+
+def sig_figs_of(q) -> int | None:
+    """The precision a real-valued value question states (``extra={"sig_figs": k}``): answers
+    are compared to ``k`` significant figures. ``None``: compared to 6 (or 5) digits."""
+    k = (getattr(q, "extra", None) or {}).get("sig_figs")
+    return int(k) if k else None
+
+
+def _accepted_at(grade_id: str, x, digits: int) -> list:
+    """The hashes of every ``digits``-significant-figure text that a right answer may round to:
+    the expected value's own rounding, and its neighbour when the value sits within a millionth
+    of a rounding boundary (then a right answer computed in another order may round either
+    way)."""
+    texts = set()
+    arr = np.asarray(x, dtype=float)
+    for f in (1.0, 1 - 1e-6, 1 + 1e-6):
+        c = _canonical(arr * f, digits)
+        if c is not None:
+            texts.add(c)
+    return sorted(_salted(grade_id, c) for c in texts)
 
 
 def _salted(grade_id: str, canonical: str) -> str:
@@ -637,7 +711,7 @@ def _canonical_near(x, digits: int, rtol: float, atol: float, limit: int):
     scales = (scale * (1 - rtol) - atol, scale, scale * (1 + rtol) + atol)
     options = []
     for v in map(float, flat):
-        d = rtol * abs(v) + atol if math.isfinite(v) else 0.0
+        d = rtol * abs(v) + atol if math.isfinite(v) and not v.is_integer() else 0.0
         # rounding is monotonic in v, and d is far smaller than a unit of the 5th digit, so the
         # interval's two ends and its middle give every text a value in it can have
         options.append(
@@ -692,60 +766,122 @@ def _kind_of(x) -> str:
     return "number"
 
 
-def value_info(grade_id: str, expected) -> dict:
-    """What the self-check may know about an expected value: its hashes and its form."""
+def _letter(x) -> bool:
+    return isinstance(x, str) and len(x.strip()) == 1 and x.strip().isalpha()
+
+
+def value_info(grade_id: str, expected, sig_figs: int | None = None) -> dict:
+    """What the self-check may know about an expected value: its hashes and its form.
+
+    ``sig_figs``: the question states its precision; ``hashes`` then lists every rounding to
+    that many significant figures that a right answer may have (see :func:`_accepted_at`)."""
     kind = _kind_of(expected)
-    info = {"hashes": value_hashes(grade_id, expected), "type": kind}
+    if sig_figs:
+        info = {"hashes": _accepted_at(grade_id, expected, sig_figs), "sig_figs": int(sig_figs)}
+    else:
+        info = {"hashes": value_hashes(grade_id, expected)}
+    info["type"] = kind
     if kind == "number":
         info["shape"] = list(np.shape(np.asarray(expected, dtype=float)))
+        if isinstance(expected, (tuple, list)):
+            info["sequence"] = True
     elif kind == "tuple":
         info["length"] = len(expected)
+    elif kind == "text" and _letter(expected):
+        info["letter"] = True
     return info
+
+
+def value_data(q) -> tuple[dict, list]:
+    """``(value_info, mistake hashes)`` of a bank's value question, as the self-check data
+    holds them and as the grader judges with them."""
+    k = sig_figs_of(q)
+    return value_info(q.grade_id, q.expected, k), [
+        value_hashes(q.grade_id, m.answer, k) for m in q.mistakes
+    ]
+
+
+def _a(type_name: str) -> str:
+    """``"an int"``, ``"a float"``: the type's name with its article."""
+    return ("an " if type_name[:1].lower() in "aeiou" else "a ") + type_name
+
+
+def _value_form(info: dict, actual, got) -> str:
+    """What is wrong with the *form* of a value answer (``""`` when its form is right): the
+    same wording for every question of a kind."""
+    kind = info.get("type")
+    try:
+        shape = list(np.shape(np.asarray(actual, dtype=object)))
+    except (ValueError, TypeError):
+        shape = None
+    if info.get("letter"):
+        if not isinstance(actual, str):
+            return f"answer with a single letter, as text (for example 'a'), not {_a(type(actual).__name__)}"
+        if not _letter(actual):
+            return "answer with a single letter (one option), as text, for example 'a'"
+        return ""
+    if kind == "number" and isinstance(actual, (str, bytes)):
+        if info.get("sequence"):
+            n = (info.get("shape") or [0])[0]
+            return (
+                f"your answer should be a tuple of {n} whole numbers, for example (2, 3), "
+                "not text (a string)"
+            )
+        return "your answer should be a number, not text (a string): remove the quotes"
+    if kind == "text" and not isinstance(actual, str):
+        return f"your answer should be text, got {_a(type(actual).__name__)}"
+    if kind == "number" and got is None:
+        return f"your answer should be a number or an array, got {_a(type(actual).__name__)}"
+    if kind == "number" and shape is not None and shape != info.get("shape"):
+        return f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
+    if kind == "tuple" and (
+        not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")
+    ):
+        return f"your answer should be a tuple of {info.get('length')} items"
+    return ""
 
 
 def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     """Judge a value answer from the expected value's :func:`value_info` and the classic
-    mistakes' hashes (``mistake_hashes[j]`` belongs to ``meta["mistakes"][j]``)."""
+    mistakes' hashes (``mistake_hashes[j]`` belongs to ``meta["mistakes"][j]``).
+
+    Counts are compared exactly and must be whole numbers of type int (a float such as 64.0
+    is answered "write it as a whole number", in every question); a real number to the
+    precision its question states (``sig_figs``), else to 6 significant figures."""
     r = base_verdict(meta)
     if actual is None or actual is Ellipsis:
         return not_attempted(meta)
     if info.get("recorded"):  # a copy for graded work: the form only (see recorded.py)
         return recorded_verdict(meta, info, actual)
     gid = meta["grade_id"]
-    got = value_hashes(gid, actual)
+    k = info.get("sig_figs")
+    got = value_hashes(gid, actual, k)
     want = info.get("hashes") or []
-    if got and want and (got[0] == want[0] or got[1] == want[1]):
+    if k:
+        right = bool(got) and got[0] in want
+    else:
+        right = bool(got and want) and (got[0] == want[0] or got[1] == want[1])
+    form = _value_form(info, actual, got)
+    if right and not form:
         problem = _type_problem(None, actual, meta.get("answer_type", ""))
         if problem:
-            r.update(message=problem, hint="")
+            r.update(message=problem, hint="", cause="type")
             return r
         r.update(status="passed", points=float(meta["points"]))
         return r
-    hint = meta["hint"]
+    problem = _type_problem(None, actual, meta.get("answer_type", ""))
+    hint, cause = meta["hint"], None
     for m, hashes in zip(meta["mistakes"], mistake_hashes):
-        if got and hashes and (got[0] == hashes[0] or got[1] == hashes[1]):
-            hint = m["hint"]
+        if got and hashes and any(g == h for g, h in zip(got, hashes)):
+            hint, cause = m["hint"], m["name"]
             break
-    kind = info.get("type")
-    try:
-        shape = list(np.shape(np.asarray(actual, dtype=object)))
-    except (ValueError, TypeError):
-        shape = None
-    if kind == "number" and isinstance(actual, (str, bytes)):
-        message = f"your answer should be a number, got text {str(actual)[:40]!r}"
-    elif kind == "text" and not isinstance(actual, str):
-        message = f"your answer should be text, got a {type(actual).__name__}"
-    elif kind == "number" and got is None:
-        message = f"your answer should be a number or an array, got a {type(actual).__name__}"
-    elif kind == "number" and shape is not None and shape != info.get("shape"):
-        message = (
-            f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
-        )
-    elif kind == "tuple" and (
-        not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")
-    ):
-        message = f"your answer should be a tuple of {info.get('length')} items"
-    else:
-        message = "your answer is not the expected value"
-    r.update(message=message, hint=hint)
+    if form:  # a classic mistake's hint when it is one, else the form, in the same words
+        r.update(message=form, hint=hint if cause else "", cause=cause or "form")
+        return r
+    message = "your answer is not the expected value"
+    if k:
+        message += f" to {k} significant figures"
+    if problem and cause is None:
+        message += "; also, " + problem.split(". ", 1)[0].replace("your answer", "it", 1)
+    r.update(message=message, hint=hint, cause=cause)
     return r

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..rules import codec
 from ..rules.cases import NO_OUTPUT, case_traits, expected_outputs, public_cases
-from ..rules.judge import function_verdict, question_meta, value_hashes, value_info, value_verdict
+from ..rules.judge import function_verdict, question_meta, value_data, value_verdict
 from ..rules.outcome import not_attempted, not_callable
 from ..sandbox.inside.watch import run_cases
 
@@ -158,9 +158,7 @@ def evaluate(q, answer, cases=None) -> dict:
         expected, mistakes = expected_outputs(q, cases)
         return _judge(meta, answer, cases, expected, mistakes, traits=case_traits(q, cases))
     if q.kind == "value":
-        info = value_info(q.grade_id, q.expected)
-        hashes = [value_hashes(q.grade_id, m.answer) for m in q.mistakes]
-        return _judge(meta, answer, None, None, None, value=(info, hashes))
+        return _judge(meta, answer, None, None, None, value=value_data(q))
     return _judge(meta, answer, None, None, None)
 
 
