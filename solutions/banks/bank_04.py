@@ -37,6 +37,10 @@ def _params_cases(rng):
         # one property at a time from the lesson's layer: no biases, then shared K/V heads
         (8, 2, 2, False),
         (8, 2, 1, False),
+        # h does not divide d_model (the question allows it): h * d_head = 8 < d_model = 10, so
+        # W_Q and W_O are not d_model x d_model
+        (10, 4, 4, True),
+        (10, 4, 2, False),
     ]
     for bias in (True, bool(rng.integers(0, 2))):
         h = int(rng.choice([4, 8, 16]))
@@ -87,7 +91,11 @@ def _params_kv_width_g(d_model, num_heads, num_kv_heads, bias):
 
 
 def _params_traits(d_model, num_heads, num_kv_heads, bias):
-    return (["bias"] if bias else []) + (["shared kv"] if num_kv_heads < num_heads else [])
+    return (
+        (["bias"] if bias else [])
+        + (["shared kv"] if num_kv_heads < num_heads else [])
+        + (["h does not divide d_model"] if d_model % num_heads else [])
+    )
 
 
 def _params_four_d_biases(d_model, num_heads, num_kv_heads, bias):

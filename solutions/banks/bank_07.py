@@ -97,7 +97,15 @@ def _padding_causal_cases(rng):
     lengths[0] = n  # one sequence without padding
     lengths[1] = int(rng.integers(1, n - 1))  # and one with at least two padding tokens
     # and one without any padding (only the causal part matters there)
-    return [(np.array([4, 2]), 4), (np.array([3, 1, 5]), 5), (lengths, n), (np.array([4, 4]), 4)]
+    # the last: the lengths as a Python list, every sequence shorter than the padded length n
+    # (the mask is (batch, n, n) whatever the longest sequence)
+    return [
+        (np.array([4, 2]), 4),
+        (np.array([3, 1, 5]), 5),
+        (lengths, n),
+        (np.array([4, 4]), 4),
+        ([3, 1, 2], 5),
+    ]
 
 
 def _pcm_parts(lengths, n):
@@ -220,7 +228,7 @@ def _key_padding_cases(rng):
     and a random decoder's mask."""
     cross_valid = np.arange(5) < np.array([5, 3, 1])[:, None]  # (batch, n_k) source lengths
     cross = np.broadcast_to(cross_valid[:, None, :], (3, 3, 5)).copy()  # (batch, n_q=3, n_k=5)
-    _, _, (lengths, n), _ = _padding_causal_cases(rng)
+    _, _, (lengths, n), *_ = _padding_causal_cases(rng)
     return [
         (_padding_causal_reference(np.array([4, 2]), 4),),
         (cross,),

@@ -68,6 +68,9 @@ def question_meta(q) -> dict:
         "forbidden": list(q.forbidden),
         "mistakes": [{"name": m.name, "hint": m.hint} for m in q.mistakes],
         "answer_type": answer_type(q),
+        # a constraint the question states on the memory one call may hold (watched during
+        # the call: see sandbox.inside.watch.run_cases)
+        "limits": (getattr(q, "extra", None) or {}).get("limits"),
     }
 
 
@@ -157,6 +160,14 @@ def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str 
 # (text the exception's type and message contain, hint). The first that matches gives the hint.
 KNOWN_ERRORS = (
     (
+        ("arraytoolarge",),
+        "The question forbids building the whole n_q x n_k score matrix, and your function "
+        "held that much memory at once during the call. Compute the scores of one block of "
+        "keys at a time, q @ k[start:stop].T, fold them into the running m, ell and acc with "
+        "the online update, and let each block's scores go before the next.",
+        "full score matrix",
+    ),
+    (
         ("truth value of an array", "ambiguous"),
         "`if mask:` (or `mask and ...`, `mask or ...`) asks NumPy for one True/False for a "
         "whole array, which it refuses. To test whether a mask was given, write "
@@ -238,6 +249,13 @@ KNOWN_ERRORS = (
         "An index runs past the end of an axis. Print the shape of the array you index and the "
         "largest index you use on that line, for the case named above.",
         None,
+    ),
+    (
+        ("'list' object has no attribute",),
+        "An argument is a Python list, not an array (the question allows both): a list has no "
+        "array methods such as .shape, .transpose or .reshape. Convert it first with "
+        "np.asarray(...) (or np.stack for a list of arrays).",
+        "list argument",
     ),
     (
         ("has no attribute 'shape'",),
@@ -370,6 +388,18 @@ TRAITS = {
         "when the last block of keys is shorter than block_size",
         "look at the last, shorter block of keys: loop over range(0, n_k, block_size) and "
         "slice up to min(start + block_size, n_k)",
+    ),
+    "h does not divide d_model": (
+        "when the number of heads divides d_model",
+        "when it does not (d_model // num_heads * num_heads < d_model)",
+        "then h * d_head is less than d_model: size every matrix from h * d_head (W_Q is "
+        "(d_model, h * d_head), W_O is (h * d_head, d_model)), not from d_model alone",
+    ),
+    "list input": (
+        "when the heads come as one array",
+        "when the heads come as a Python list of arrays",
+        "the question allows both: turn the input into one array first (np.asarray or "
+        "np.stack), or use only what works on both (np.concatenate)",
     ),
     "padding": (
         "when no sequence is padded",

@@ -113,7 +113,7 @@ def _judge(meta: dict, answer, cases, expected, mistakes, value=None, traits=Non
         return not_attempted(meta)
     if not callable(answer):
         return not_callable(meta, type(answer).__name__)
-    results, helpers = run_cases(answer, cases, meta["forbidden"])
+    results, helpers = run_cases(answer, cases, meta["forbidden"], limits=meta.get("limits"))
     return function_verdict(meta, results, expected, mistakes, len(cases), helpers, traits)
 
 
