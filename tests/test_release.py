@@ -286,7 +286,7 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
                 assert f'"{word}"' not in public, (q["grade_id"], word)
         assert set(q["public"]) == {"info", "mistakes"}
         form = {"type", "shape", "length", "sequence", "letter", "sig_figs"}  # none value-dependent
-        assert set(q["public"]["info"]) <= {"hashes"} | form
+        assert set(q["public"]["info"]) <= {"hashes", "shape_parts"} | form
 
 
 # ---------------------------------------------------------------------------------------------

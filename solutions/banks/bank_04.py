@@ -265,9 +265,11 @@ register(
             Mistake(
                 "projections as multiply-adds",
                 _flops_projection_macs,
-                "Your projections are counted as multiply-adds (n * d_model^2 each): a product "
-                "(a x b)(b x c) costs 2abc FLOPs, so each of the four projections is "
-                "2 n d_model^2.",
+                "Your projection term is half the right one, 4 n d_model^2 instead of "
+                "8 n d_model^2 (your n^2 terms are right). Two slips give exactly this: counting "
+                "each projection as n d_model^2 multiply-adds instead of 2 n d_model^2 FLOPs, or "
+                "counting only two of the four projections (for example Q and W_O, without K and "
+                "V). There are four, Q, K, V and W_O, each 2 n d_model^2.",
             ),
             Mistake(
                 "full-width heads",

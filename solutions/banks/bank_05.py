@@ -185,9 +185,11 @@ register(
                 "the keys, so normalise over the last axis (axis=-1) of the (h, n, n) scores.",
             ),
         ),
-        hint="Project, split Q into num_heads heads and K, V into num_kv_heads heads, repeat each KV "
-        "head for its group (np.repeat, axis 0), attend per head with scale 1/sqrt(d_head), "
-        "merge the heads and multiply by w_o.",
+        hint="Project (q = x @ w_q, k = x @ w_k, v = x @ w_v), split Q into num_heads heads and "
+        "K, V into num_kv_heads heads (each: reshape to (n, heads, d_head), then transpose to "
+        "(heads, n, d_head)), repeat each KV head for its group (np.repeat, axis 0: query head "
+        "i reads KV head i // (num_heads // num_kv_heads)), attend per head with scale "
+        "1/sqrt(d_head), merge the heads and multiply by w_o.",
         forbidden=(
             "mha_helpers.heads.grouped_query_attention",
             "mha_helpers.heads.multi_head_attention",

@@ -404,7 +404,8 @@ register(
                 "(h * d_head features). Keep the shape and set the head's rows to 0.",
             ),
         ),
-        hint="d_head = w_o.shape[0] // num_heads; copy w_o, then set rows head * d_head up to "
+        hint="Head i owns one block of d_head rows of w_o (heads counted from 0): d_head = "
+        "w_o.shape[0] // num_heads; copy w_o, then set rows head * d_head up to, not including, "
         "(head + 1) * d_head to 0.",
         forbidden=("mha_helpers.training.prune_head",),
     )
@@ -427,8 +428,9 @@ register(
             Mistake(
                 "no change",
                 "a",
-                "Each head delivers one of the two votes and nothing else carries it: the first "
-                "token's vote cannot reach the readout without the head that attends to position 0.",
+                "Each head delivers one of the two votes and nothing else carries it: the other "
+                "head cannot take over its job, so the first token's vote cannot reach the "
+                "readout without the head that attends to position 0.",
             ),
             Mistake(
                 "chance",
@@ -439,8 +441,8 @@ register(
             Mistake(
                 "zero",
                 "d",
-                "Even a model that guessed at random would be right about 1 time in 16, and this "
-                "one still has one of its two votes.",
+                "Even a model that guessed at random (chance) would be right about 1 time in 16, "
+                "and this one still has the remaining head's vote.",
             ),
         ),
         hint="Think about what the readout still receives from the remaining head.",

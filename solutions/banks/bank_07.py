@@ -64,7 +64,8 @@ register(
             Mistake(
                 "heads before the batch",
                 [4, 2, 5, 7],
-                "The batch axis comes first, then the heads: (batch, h, n_q, n_k).",
+                "The order of the axes is wrong: the batch axis comes first, then the heads: "
+                "(batch, h, n_q, n_k).",
             ),
             Mistake(
                 "no batch axis",

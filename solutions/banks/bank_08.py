@@ -207,7 +207,7 @@ def _tiled_cases(rng):
     # every score below -1000: exp of a score underflows to 0 unless the running maximum
     # starts at -inf and follows the scores down (a maximum started at 0 gives 0 / 0)
     q = 30 + 10 * np.abs(rng.normal(size=(2, 4)))
-    cases.append((q, -(30 + 10 * np.abs(rng.normal(size=(7, 4)))), rng.normal(size=(7, 2)), 3))
+    cases.append((q, -(30 + 10 * np.abs(rng.normal(size=(6, 4)))), rng.normal(size=(6, 2)), 3))
     # many keys, one block as wide as all the queries: the whole (n_q, n_k) score matrix is
     # 25 times one block's scores, so building it (or blocking the queries instead of the
     # keys) shows in the memory the call holds (the question's "never forming" is checked)
@@ -237,7 +237,9 @@ register(
         "block_size.",
         reference=_tiled_reference,
         cases=_tiled_cases,
-        traits=lambda q, k, v, block_size: ["partial block"] if len(k) % block_size else [],
+        traits=lambda q, k, v, block_size: (["partial block"] if len(k) % block_size else [])
+        + (["several blocks"] if len(k) > block_size else [])
+        + (["d_k != d_v"] if np.shape(q)[-1] != np.shape(v)[-1] else []),
         # "never forming the whole (n_q, n_k) score matrix": no call may hold half of it
         extra={"limits": {"peak": {"dims": [[0, 0], [1, 0]], "fraction": 0.5, "min_bytes": 65536}}},
         mistakes=(

@@ -247,7 +247,8 @@ KNOWN_ERRORS = (
     (
         ("is out of bounds for axis",),
         "An index runs past the end of an axis. Print the shape of the array you index and the "
-        "largest index you use on that line, for the case named above.",
+        "largest index you use on that line, for the case named above: take every size from "
+        "this input (for example n = weights.shape[-1]), never from the lesson's example.",
         None,
     ),
     (
@@ -262,6 +263,14 @@ KNOWN_ERRORS = (
         "An argument is a Python list, not an array (the question allows both): convert it "
         "first with np.asarray(...).",
         "list argument",
+    ),
+    (
+        ("zero-size array to reduction operation",),
+        "A reduction (max, sum, ...) got an empty array: some slice or block had no entries. "
+        "Print the sizes of the pieces you cut; blocks must be slices of block_size keys each, "
+        "k[start:start + block_size] for start in range(0, n_k, block_size), the last one "
+        "shorter, never empty.",
+        None,
     ),
     (
         ("division by zero",),
@@ -316,6 +325,17 @@ def error_cause(kind: str, text: str) -> str | None:
         if all(n in low for n in needles):
             return cause
     return None
+
+
+def _error_and_recipe(kind: str, text: str, public: bool, recipe: str) -> str:
+    """The hint for a raise: a known error's own hint; when that hint only says where to look
+    (it names no cause), the question's recipe after it."""
+    hint = error_hint(kind, text, public)
+    if not hint:
+        return recipe
+    if error_cause(kind, text) is None and recipe:
+        return f"{hint} The recipe: {recipe}"
+    return hint
 
 
 def _location_text(where) -> str:
@@ -395,6 +415,14 @@ TRAITS = {
         "then h * d_head is less than d_model: size every matrix from h * d_head (W_Q is "
         "(d_model, h * d_head), W_O is (h * d_head, d_model)), not from d_model alone",
     ),
+    "several blocks": (
+        "when all keys fit in one block",
+        "with several blocks of keys",
+        "the arithmetic of one block is right; look at how the keys are cut into blocks: every "
+        "key must be in exactly one block, none skipped and none in two (blocks that stop one "
+        "key short or overlap by one break this), the last, shorter block included: loop over "
+        "range(0, n_k, block_size) and take k[start:start + block_size]",
+    ),
     "list input": (
         "when the heads come as one array",
         "when the heads come as a Python list of arrays",
@@ -421,6 +449,17 @@ def differential(traits: list, passed: list) -> str:
             return f"right {without}, wrong {with_}: {advice}."
         if all(has[i] == passed[i] for i in range(n)):
             return f"right {with_}, wrong {without}: {advice}."
+    # Weaker, still true: every case without the property is right, and every wrong case has
+    # it (a few cases with it may come out right by chance, e.g. where one key dominates).
+    for name, (without, with_, advice) in TRAITS.items():
+        has = [name in (traits[i] or ()) for i in range(n)]
+        wrong_with = sum(1 for i in range(n) if has[i] and not passed[i])
+        if (
+            any(not h for h in has)
+            and all(passed[i] for i in range(n) if not has[i])
+            and 2 * wrong_with >= sum(has)
+        ):
+            return f"right in every case {without}, wrong {with_}: {advice}."
     return ""
 
 
@@ -503,6 +542,7 @@ class _Scan:
     first: tuple | None = None  # (case, Difference) of the first case with wrong values
     type_note: tuple | None = None  # (case, problem) of the first case with a wrong type
     passed: list = field(default_factory=list)  # per case compared: right or not
+    kinds: list = field(default_factory=list)  # per case compared: the difference's kind
     complete: bool = True  # every case up to the end (or to a raise) was seen
 
 
@@ -537,6 +577,7 @@ def _scan_cases(meta: dict, results: list, expected: list, n_public: int) -> _Sc
             return scan
         diff = difference(want, res.value, rtol, atol)
         scan.passed.append(diff is None)
+        scan.kinds.append(getattr(diff, "kind", None))
         if scan.type_note is None:
             problem = _type_problem(want, res.value, meta.get("answer_type", ""), public)
             if problem:
@@ -565,7 +606,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             status="error",
             case=i,
             public=public,
-            hint=error_hint(kind, text, public) or meta["hint"],
+            hint=_error_and_recipe(kind, text, public, meta["hint"]),
             message=message,
             cause=error_cause(kind, text) if error_hint(kind, text, public) else None,
         )
@@ -605,6 +646,48 @@ def _which_mistake(meta: dict, results: list, mistakes: list, n_cases: int, comp
     return meta["hint"], None
 
 
+def _ranges(rows) -> str:
+    rows = sorted(rows)
+    if not rows:
+        return "none"
+    if rows == list(range(rows[0], rows[-1] + 1)) and len(rows) > 1:
+        return f"{rows[0]} to {rows[-1]}"
+    return ", ".join(map(str, rows))
+
+
+def _zero_rows_note(want, got) -> str:
+    """When the right result is a matrix with whole rows of zeros (a removed head's block of
+    W_O), which rows the answer zeroes instead: the property that differs, in a few words,
+    and what it means when that is unambiguous (the same number of rows, one block later;
+    one row more or fewer; columns instead of rows)."""
+    try:
+        w, g = np.asarray(want, dtype=float), np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return ""
+    if w.ndim != 2 or g.shape != w.shape or not np.all(np.isfinite(g)):
+        return ""
+    zw = [int(r) for r in np.flatnonzero(np.all(w == 0, axis=1))]
+    zg = [int(r) for r in np.flatnonzero(np.all(g == 0, axis=1))]
+    if not zw or zw == zg:
+        return ""
+    text = f"the right result has zeros in rows {_ranges(zw)}; yours in rows {_ranges(zg)}"
+    zc = [int(c) for c in np.flatnonzero(np.all(g == 0, axis=0))]
+    if not zg and zc:
+        return text + f" (and zeros in columns {_ranges(zc)}): clear rows, not columns"
+    if set(zw) < set(zg) and len(zg) == len(zw) + 1:
+        return text + ": one row too many (the block's end is exclusive: rows start up to, "
+        "not including, start + d_head)"
+    if set(zg) < set(zw) and len(zg) == len(zw) - 1:
+        return text + ": one row too few (the block has d_head rows)"
+    if len(zg) == len(zw) and zg and zg[0] - zw[0] == len(zw):
+        return text + ": one head later; heads are counted from 0 (head 0 owns rows 0 to d_head - 1)"
+    if len(zg) == len(zw) and zg and zw[0] - zg[0] == len(zw):
+        return text + ": one head earlier; heads are counted from 0"
+    if len(zg) == 1 and len(zw) > 1:
+        return text + ": a head owns a whole block of d_head rows, not one row"
+    return text
+
+
 def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, traits) -> dict:
     """The verdict on an answer with wrong values: the first wrong case, the classic mistake
     it matches, else the property of the cases that separates right from wrong."""
@@ -614,7 +697,16 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     diagnosis = differential(traits or [], scan.passed)
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
+    if named is None and not diagnosis and public:
+        note = _zero_rows_note(expected[i], results[i].value)
+        if note:
+            diagnosis = note
+            hint = note[0].upper() + note[1:] + ". " + meta["hint"]
     message = f"{_case_name(i, public)}: {diff if public else diff.generic}"
+    if diff.kind != "transposed" and any(
+        k == "transposed" for k in scan.kinds[:n_public] if k
+    ):  # a square first case hides it: say what a later one shows
+        message += "; on another case your result is the transpose of the expected one"
     if scan.type_note is not None:  # say it too, in a few words (the hint is about the values)
         message += "; also, " + scan.type_note[1].split(". ", 1)[0].replace("your answer", "it", 1)
     r = base_verdict(meta)
@@ -815,11 +907,59 @@ def value_info(grade_id: str, expected, sig_figs: int | None = None) -> dict:
         info["shape"] = list(np.shape(np.asarray(expected, dtype=float)))
         if isinstance(expected, (tuple, list)):
             info["sequence"] = True
+            if all(isinstance(v, (int, np.integer)) for v in expected):
+                info["shape_parts"] = _shape_parts(grade_id, expected)
     elif kind == "tuple":
         info["length"] = len(expected)
     elif kind == "text" and _letter(expected):
         info["letter"] = True
     return info
+
+
+def _shape_parts(grade_id: str, sizes) -> dict:
+    """Hashes of properties of a shape answer (its sizes sorted, without axes of size 1, their
+    product), so the verdict can say which property of a wrong shape is right: the right sizes
+    in another order, an extra axis of size 1, or axes merged (the same total)."""
+    sizes = [int(v) for v in sizes]
+    return {
+        "sorted": _salted(grade_id, "sorted:" + ",".join(map(str, sorted(sizes)))),
+        "squeezed": _salted(grade_id, "squeezed:" + ",".join(str(v) for v in sizes if v != 1)),
+        "product": _salted(grade_id, f"product:{int(np.prod(sizes))}"),
+    }
+
+
+def _shape_note(grade_id: str, info: dict, actual) -> str:
+    """What is right and what is wrong about a wrong shape answer (``""`` when nothing fits)."""
+    parts = info.get("shape_parts")
+    if not parts or not isinstance(actual, (tuple, list)):
+        return ""
+    try:
+        sizes = [int(v) for v in actual]
+    except (TypeError, ValueError, OverflowError):
+        return ""
+    if any(float(v) != s for v, s in zip(actual, sizes)) or len(sizes) > 12:
+        return ""
+    mine = _shape_parts(grade_id, sizes)
+    n = (info.get("shape") or [0])[0]
+    if mine["sorted"] == parts["sorted"]:
+        return (
+            "your sizes are the right ones but in the wrong order: check the order of the axes "
+            "the question gives"
+        )
+    if mine["squeezed"] == parts["squeezed"] and len(sizes) > n:
+        return (
+            f"your shape has {len(sizes)} sizes, the right one {n}: you added an extra axis of "
+            "size 1 (a leading 1, or a batch axis the question does not have)"
+        )
+    if mine["squeezed"] == parts["squeezed"] and len(sizes) < n:
+        return f"your shape has {len(sizes)} sizes, the right one {n}: an axis of size 1 is missing"
+    if mine["product"] == parts["product"] and len(sizes) != n:
+        return (
+            f"your shape has {len(sizes)} sizes, the right one {n}, with the same total number "
+            "of entries: two axes are merged into one (or one is split); keep each axis "
+            "separate"
+        )
+    return ""
 
 
 def value_data(q) -> tuple[dict, list]:
@@ -905,8 +1045,17 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
         if got and hashes and any(g == h for g, h in zip(got, hashes)):
             hint, cause = m["hint"], m["name"]
             break
+    note = "" if cause else _shape_note(gid, info, actual)
     if form:  # a classic mistake's hint when it is one, else the form, in the same words
-        r.update(message=form, hint=hint if cause else "", cause=cause or "form")
+        structural = form.startswith("your answer has shape")  # a property, not a cause
+        r.update(
+            message=form,
+            hint=hint if cause else note,
+            cause=cause or (None if structural else "form"),
+        )
+        return r
+    if note:
+        r.update(message="your answer is not the expected shape", hint=note, cause=None)
         return r
     message = "your answer is not the expected value"
     if k:
