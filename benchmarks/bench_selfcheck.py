@@ -145,8 +145,18 @@ def battery_rows() -> list[Row]:
                     f"{s['false_reject']:.1%} ({s['wrong']} wrong, {s['right']} right)",
                     ">= 90 % / 0 / 0 / 0",
                     judged(ok),
-                    {k: s[k] for k in ("wrong", "right", "hinted", "wrong_cause", "wrong_pass",
-                                       "unhinted", "false_reject")},
+                    {
+                        k: s[k]
+                        for k in (
+                            "wrong",
+                            "right",
+                            "hinted",
+                            "wrong_cause",
+                            "wrong_pass",
+                            "unhinted",
+                            "false_reject",
+                        )
+                    },
                 )
             )
     return rows

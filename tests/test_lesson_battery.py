@@ -13,7 +13,6 @@ import importlib
 from pathlib import Path
 
 import pytest
-
 from lesson_battery import harness
 from lesson_battery.format import Right, Wrong
 

@@ -458,8 +458,11 @@ def test_fresh_exercise_runs_and_every_check_says_not_attempted(path, tmp_path):
         for out in cell.outputs:
             assert out.output_type != "error", f"{out.get('ename')}: {out.get('evalue')}"
         for gid, _ in _check_calls(cell.source):
-            text[gid] = "".join(
-                o.get("text", "") for o in cell.outputs if o.output_type == "stream"
+            text[gid] = "".join(  # printed, or displayed (HTML with its plain text beside it)
+                o.get("text", "")
+                if o.output_type == "stream"
+                else o.get("data", {}).get("text/plain", "")
+                for o in cell.outputs
             )
     for q in questions_for(assignment):
         if q.kind != "manual":

@@ -298,10 +298,11 @@ register(
         ),
         hint="Concatenate all the heads (however many there are) along the feature (last) axis "
         "to get (n, h * d_head), then multiply by w_o: (n, h * d_head) @ (h * d_head, d_model) "
-        "-> (n, d_model), so head i meets its own block of d_head rows of w_o. "
-        + PLUS_ADDS_ARRAYS,
+        "-> (n, d_model), so head i meets its own block of d_head rows of w_o. " + PLUS_ADDS_ARRAYS,
         forbidden=("mha_helpers.heads.merge_heads", "mha_helpers.heads.multi_head_attention"),
-        traits=lambda head_outputs, w_o: (["several heads"] if len(head_outputs) > 1 else [])
-        + (["list input"] if isinstance(head_outputs, list) else []),
+        traits=lambda head_outputs, w_o: (
+            (["several heads"] if len(head_outputs) > 1 else [])
+            + (["list input"] if isinstance(head_outputs, list) else [])
+        ),
     )
 )

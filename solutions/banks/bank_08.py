@@ -237,9 +237,11 @@ register(
         "block_size.",
         reference=_tiled_reference,
         cases=_tiled_cases,
-        traits=lambda q, k, v, block_size: (["partial block"] if len(k) % block_size else [])
-        + (["several blocks"] if len(k) > block_size else [])
-        + (["d_k != d_v"] if np.shape(q)[-1] != np.shape(v)[-1] else []),
+        traits=lambda q, k, v, block_size: (
+            (["partial block"] if len(k) % block_size else [])
+            + (["several blocks"] if len(k) > block_size else [])
+            + (["d_k != d_v"] if np.shape(q)[-1] != np.shape(v)[-1] else [])
+        ),
         # "never forming the whole (n_q, n_k) score matrix": no call may hold half of it
         extra={"limits": {"peak": {"dims": [[0, 0], [1, 0]], "fraction": 0.5, "min_bytes": 65536}}},
         mistakes=(

@@ -145,9 +145,7 @@ def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str 
             return None
         if isinstance(got, np.ndarray) and got.ndim == 0:
             return f"your answer is a 0-d array of dtype {got.dtype}, not an int. {INT_COUNT_WHY}"
-        if isinstance(got, (list, tuple)) and any(
-            isinstance(v, (float, np.floating)) for v in got
-        ):
+        if isinstance(got, (list, tuple)) and any(isinstance(v, (float, np.floating)) for v in got):
             return (
                 "your answer holds floats, not whole numbers (ints): write each size as a whole "
                 f"number. {INT_COUNT_WHY}"
@@ -320,7 +318,9 @@ def error_cause(kind: str, text: str) -> str | None:
     says where to look (the error alone does not tell the cause)."""
     low = f"{kind}: {text}".lower()
     if "could not be broadcast" in low:
-        return "transposed operand" if "one of them is transposed" in error_hint(kind, text) else None
+        return (
+            "transposed operand" if "one of them is transposed" in error_hint(kind, text) else None
+        )
     for needles, _, cause in KNOWN_ERRORS:
         if all(n in low for n in needles):
             return cause
@@ -670,7 +670,8 @@ def _zero_rows_note(want, got) -> str:
     zg = [int(r) for r in np.flatnonzero(np.all(g == 0, axis=1))]
     if not zw or zw == zg:
         return ""
-    text = f"the right result has zeros in rows {_ranges(zw)}; yours in rows {_ranges(zg)}"
+    yours = f"yours in rows {_ranges(zg)}" if zg else "yours has no row of zeros"
+    text = f"the right result has zeros in rows {_ranges(zw)}; {yours}"
     zc = [int(c) for c in np.flatnonzero(np.all(g == 0, axis=0))]
     if not zg and zc:
         return text + f" (and zeros in columns {_ranges(zc)}): clear rows, not columns"
@@ -680,7 +681,9 @@ def _zero_rows_note(want, got) -> str:
     if set(zg) < set(zw) and len(zg) == len(zw) - 1:
         return text + ": one row too few (the block has d_head rows)"
     if len(zg) == len(zw) and zg and zg[0] - zw[0] == len(zw):
-        return text + ": one head later; heads are counted from 0 (head 0 owns rows 0 to d_head - 1)"
+        return (
+            text + ": one head later; heads are counted from 0 (head 0 owns rows 0 to d_head - 1)"
+        )
     if len(zg) == len(zw) and zg and zw[0] - zg[0] == len(zw):
         return text + ": one head earlier; heads are counted from 0"
     if len(zg) == 1 and len(zw) > 1:
@@ -1003,7 +1006,9 @@ def _value_form(info: dict, actual, got) -> str:
     if kind == "number" and got is None:
         return f"your answer should be a number or an array, got {_a(type(actual).__name__)}"
     if kind == "number" and shape is not None and shape != info.get("shape"):
-        return f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
+        return (
+            f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
+        )
     if kind == "tuple" and (
         not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")
     ):
@@ -1047,10 +1052,11 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
             break
     note = "" if cause else _shape_note(gid, info, actual)
     if form:  # a classic mistake's hint when it is one, else the form, in the same words
-        structural = form.startswith("your answer has shape")  # a property, not a cause
+        # how many sizes or items: a property of the answer, not a cause
+        structural = form.startswith("your answer has shape") or form.endswith(" items")
         r.update(
             message=form,
-            hint=hint if cause else note,
+            hint=hint if cause else (note or (meta["hint"] if structural else "")),
             cause=cause or (None if structural else "form"),
         )
         return r
