@@ -163,7 +163,9 @@ _SIZES_AND_ONE_HEAD = [*_SIZES, (3, 6, 1)]
 
 
 def _heads_trait(num_heads):
-    return ["several heads"] if num_heads > 1 else []
+    return (["several heads"] if num_heads > 1 else []) + (
+        ["not two heads"] if num_heads != 2 else []
+    )
 
 
 def _split_reference(x, num_heads):

@@ -301,8 +301,11 @@ register(
         "-> (n, d_model), so head i meets its own block of d_head rows of w_o. " + PLUS_ADDS_ARRAYS,
         forbidden=("mha_helpers.heads.merge_heads", "mha_helpers.heads.multi_head_attention"),
         traits=lambda head_outputs, w_o: (
-            (["several heads"] if len(head_outputs) > 1 else [])
-            + (["list input"] if isinstance(head_outputs, list) else [])
+            (["not two heads"] if len(head_outputs) != 2 else [])
+            + (
+                (["several heads"] if len(head_outputs) > 1 else [])
+                + (["list input"] if isinstance(head_outputs, list) else [])
+            )
         ),
     )
 )

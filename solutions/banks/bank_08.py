@@ -95,6 +95,23 @@ def _update_cases(rng):
     return cases
 
 
+def _bits(flags) -> str:
+    return "".join("1" if f else "0" for f in flags)
+
+
+def _update_traits(m, ell, acc, scores, v_block):
+    """Row properties (one row per query): where the block's maximum is above the running one,
+    where a key is masked, where the state is still empty."""
+    m, scores = np.asarray(m, dtype=float), np.asarray(scores, dtype=float)
+    first = np.isneginf(m)
+    rose = (scores.max(axis=-1) > m) & ~first
+    return [
+        f"rows:the maximum rose:{_bits(rose)}",
+        f"rows:a masked key:{_bits(np.isneginf(scores).any(axis=-1))}",
+        f"rows:the first block:{_bits(first)}",
+    ]
+
+
 def _slip(name):
     def answer(m, ell, acc, scores, v_block):
         return _update(m, ell, acc, scores, v_block, slip=name)
@@ -113,6 +130,7 @@ register(
         "unnormalised output acc (n_q, d_v); return (m_new, ell_new, acc_new).",
         reference=_update_reference,
         cases=_update_cases,
+        traits=_update_traits,
         mistakes=(
             Mistake(
                 "acc not rescaled",

@@ -263,6 +263,14 @@ KNOWN_ERRORS = (
         "list argument",
     ),
     (
+        ("boolean index did not match",),
+        "A boolean mask was used to index an array of another shape (the sizes in the message "
+        "differ on one axis). A mask and the scores are both (n_q, n_k): rows are queries, "
+        "columns are keys. Print both shapes: if the mask's is the scores' reversed, it is "
+        "transposed.",
+        None,
+    ),
+    (
         ("zero-size array to reduction operation",),
         "A reduction (max, sum, ...) got an empty array: some slice or block had no entries. "
         "Print the sizes of the pieces you cut; blocks must be slices of block_size keys each, "
@@ -374,7 +382,8 @@ TRAITS = {
     "batch": (
         "for a single sequence",
         "with several sequences in the batch",
-        "each sequence must be handled on its own: keep the batch axis in front",
+        "each sequence must be handled on its own, and no token may attend to the tokens of "
+        "other sequences: keep the batch axis in front",
     ),
     "n != d_k": (
         "when the number of tokens equals the width d_k",
@@ -423,6 +432,12 @@ TRAITS = {
         "key short or overlap by one break this), the last, shorter block included: loop over "
         "range(0, n_k, block_size) and take k[start:start + block_size]",
     ),
+    "not two heads": (
+        "with 2 heads",
+        "with another number of heads",
+        "take the number of heads from the input (len(head_outputs), x.shape[0] or "
+        "num_heads), never a fixed 2: nothing may be hard-coded to the example's two heads",
+    ),
     "list input": (
         "when the heads come as one array",
         "when the heads come as a Python list of arrays",
@@ -435,6 +450,86 @@ TRAITS = {
         "look at how the padding keys are blocked",
     ),
 }
+
+
+# Properties of the *rows* of a case (a bank tags them as "rows:<name>:<0/1 per row>" among the
+# case's traits): the verdict says when an answer is wrong exactly in the rows that have one.
+ROW_TRAITS = {
+    "the maximum rose": (
+        "in those rows the block's maximum is above the running one, so the old sums ell and "
+        "acc were taken against a maximum that is no longer the running one: rescale both, "
+        "exactly once, by exp(m - m_new) (with the old m minus the new m_new, which is at most "
+        "1), before adding the block's terms; in the other rows that factor is 1"
+    ),
+    "a masked key": (
+        "those rows hold a masked key, whose score is -inf: exp(-inf - m_new) is 0, so it adds "
+        "nothing to ell or acc. Keep -inf as it is (replacing it by 0 gives exp(0 - m_new), "
+        "not 0)"
+    ),
+    "the first block": (
+        "those rows start from the empty state, m = -inf and ell = acc = 0: exp(m - m_new) "
+        "is then 0, so m_new is the block's maximum and the sums are the block's own"
+    ),
+}
+
+
+def _row_flags(traits_i) -> dict:
+    out = {}
+    for t in traits_i or ():
+        if isinstance(t, str) and t.startswith("rows:"):
+            _, name, bits = t.split(":", 2)
+            out[name] = [b == "1" for b in bits]
+    return out
+
+
+def _rows_differing(want, got, rtol, atol):
+    """Per row (axis 0 of every item of a tuple), whether the answer differs; ``None`` when the
+    answer has another structure."""
+    items_w = want if isinstance(want, tuple) else (want,)
+    items_g = got if isinstance(got, (tuple, list)) else (got,)
+    if len(items_w) != len(items_g):
+        return None
+    rows = None
+    for w, g in zip(items_w, items_g):
+        try:
+            w, g = np.asarray(w, dtype=float), np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            return None
+        if w.ndim == 0 or w.shape != g.shape:
+            return None
+        same = np.isclose(g, w, rtol=rtol, atol=atol) | (np.isinf(w) & (g == w))
+        bad = ~same.reshape(len(w), -1).all(axis=1)
+        if rows is not None and len(rows) != len(bad):
+            return None
+        rows = bad if rows is None else rows | bad
+    return rows
+
+
+def row_diagnosis(traits: list, results: list, expected: list, rtol: float, atol: float) -> str:
+    """The row property that separates the rows an answer gets wrong from those it gets right,
+    over every case it returned a value on (``""`` when none does)."""
+    if not traits:
+        return ""
+    for name, advice in ROW_TRAITS.items():
+        seen_wrong, ok = False, True
+        for i, want in enumerate(expected):
+            if i >= len(results) or i >= len(traits):
+                break
+            res = results[i]
+            if res is None or res.raised:
+                break
+            flags = _row_flags(traits[i]).get(name)
+            rows = _rows_differing(want, res.value, rtol, atol)
+            if flags is None or rows is None or len(flags) != len(rows):
+                ok = False
+                break
+            if [bool(r) for r in rows] != flags:
+                ok = False
+                break
+            seen_wrong = seen_wrong or bool(np.any(rows))
+        if ok and seen_wrong:
+            return f"wrong exactly in the rows where {name}, right in every other row: {advice}."
+    return ""
 
 
 def differential(traits: list, passed: list) -> str:
@@ -511,6 +606,19 @@ def function_verdict(
         return r
     scan = _scan_cases(meta, results, expected, n_public)
     if scan.stop is not None:
+        i = scan.stop.get("case")
+        if (  # right on every case before the one that raised: which property is new there?
+            scan.stop["status"] == "error"
+            and i is not None
+            and traits
+            and scan.passed
+            and all(scan.passed)
+            and len(scan.passed) == i
+        ):
+            diagnosis = differential(list(traits[: i + 1]), scan.passed + [False])
+            if diagnosis:
+                scan.stop["diagnosis"] = diagnosis
+                scan.stop["hint"] = diagnosis[0].upper() + diagnosis[1:] + " " + scan.stop["hint"]
         return scan.stop
     if scan.first is None and scan.type_note is None:
         return base_verdict(meta) | {"status": "passed", "points": float(meta["points"])}
@@ -698,6 +806,8 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     public = i < n_public
     hint, named = _which_mistake(meta, results, mistakes, len(expected), scan.complete)
     diagnosis = differential(traits or [], scan.passed)
+    if named is None and not diagnosis:
+        diagnosis = row_diagnosis(traits or [], results, expected, meta["rtol"], meta["atol"])
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
     if named is None and not diagnosis and public:
