@@ -285,7 +285,15 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
             for word in [expected] if isinstance(expected, str) else expected:
                 assert f'"{word}"' not in public, (q["grade_id"], word)
         assert set(q["public"]) == {"info", "mistakes"}
-        form = {"type", "shape", "length", "sequence", "letter", "sig_figs"}  # none value-dependent
+        form = {
+            "type",
+            "shape",
+            "length",
+            "sequence",
+            "letter",
+            "sig_figs",
+            "flags",
+        }  # not value-dependent
         assert set(q["public"]["info"]) <= {"hashes", "shape_parts"} | form
 
 

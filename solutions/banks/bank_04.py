@@ -83,8 +83,14 @@ def _params_d_model_square(d_model, num_heads, bias):
 
 
 def _params_traits(d_model, num_heads, bias):
-    return (["bias"] if bias else []) + (
-        ["h does not divide d_model"] if d_model % num_heads else []
+    width = num_heads * (d_model // num_heads)
+    terms = [f"term:weight matrix:{d_model * width}"]
+    if bias:
+        terms += [f"term:projection bias:{width}", f"term:output bias:{d_model}"]
+    return (
+        (["bias"] if bias else [])
+        + (["h does not divide d_model"] if d_model % num_heads else [])
+        + terms
     )
 
 
@@ -203,6 +209,15 @@ def _flops_full_width_heads(n, d_model, num_heads):
     return 8 * n * d_model**2 + 4 * n**2 * d_model * num_heads
 
 
+def _flops_traits(n, d_model, num_heads):
+    """The additive terms of the count, so a verdict can say which one an answer is off by."""
+    return (["several heads"] if num_heads > 1 else []) + [
+        f"term:projection:{2 * n * d_model**2}",
+        f"term:attention product:{2 * n**2 * d_model}",
+        f"term:softmax-size:{num_heads * n**2}",
+    ]
+
+
 register(
     Question(
         grade_id="q04_flops",
@@ -214,6 +229,7 @@ register(
         "output projection; one multiply-add = 2 FLOPs; softmax not counted).",
         reference=_flops_reference,
         cases=_flops_cases,
+        traits=_flops_traits,
         mistakes=(
             Mistake(
                 "multiply-add as 1 FLOP",
@@ -265,7 +281,6 @@ register(
         hint="Add up the matrix products: three projections, scores and weighted sum in every head "
         "(each head has width d_model / h), and W_O; each (a x b)(b x c) product is 2abc FLOPs.",
         forbidden=("mha_helpers.cost.attention_flops",),
-        traits=lambda n, d_model, num_heads: ["several heads"] if num_heads > 1 else [],
     )
 )
 

@@ -256,7 +256,9 @@ def _kpm_batch_axis(mask):
 def _kpm_traits(mask):
     m = np.asarray(mask)
     causal = bool(np.any(~m & m.any(axis=-2, keepdims=True)))  # a real key hidden from some query
-    return (["rectangular"] if m.shape[-1] != m.shape[-2] else []) + (["mask"] if causal else [])
+    return (["rectangular"] if m.shape[-1] != m.shape[-2] else []) + (
+        ["causal part"] if causal else []
+    )
 
 
 def _kpm_whole_mask(mask):

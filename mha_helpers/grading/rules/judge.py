@@ -432,6 +432,13 @@ TRAITS = {
         "key short or overlap by one break this), the last, shorter block included: loop over "
         "range(0, n_k, block_size) and take k[start:start + block_size]",
     ),
+    "causal part": (
+        "when the mask only blocks padding keys",
+        "when it also hides real keys from some queries (a causal part)",
+        "a key is padding only when NO query may attend to it; a causal mask hides later keys "
+        "from early queries, but those keys are real. Look down each whole column (any over "
+        "the query axis, -2), not along one row or the diagonal",
+    ),
     "not two heads": (
         "with 2 heads",
         "with another number of heads",
@@ -529,6 +536,100 @@ def row_diagnosis(traits: list, results: list, expected: list, rtol: float, atol
             seen_wrong = seen_wrong or bool(np.any(rows))
         if ok and seen_wrong:
             return f"wrong exactly in the rows where {name}, right in every other row: {advice}."
+    return ""
+
+
+# Additive terms of a count (a bank tags each case with "term:<name>:<value>"): when an answer
+# is off by the same whole multiple of one term on every case, the verdict says which term.
+TERMS = {
+    "projection": (
+        "one projection's 2 n d_model^2 FLOPs",
+        "count the four projections, Q, K, V and W_O, each a (n, d_model) @ (d_model, d_model) "
+        "product of 2 n d_model^2 FLOPs",
+    ),
+    "attention product": (
+        "one attention product's 2 n^2 d_model FLOPs (summed over the heads)",
+        "count the two products of every head, the scores Q K^T and the weighted sum A V, each "
+        "2 n^2 d_head per head, so 2 n^2 d_model over the h heads",
+    ),
+    "softmax-size": (
+        "a multiple of h n^2, the number of attention weights",
+        "the question counts the matrix products only: the softmax, the scaling and the mask "
+        "(a few operations per attention weight, h n^2 weights) are left out",
+    ),
+    "weight matrix": (
+        "one weight matrix of d_model x (h * d_head) entries",
+        "count the four matrices, W_Q, W_K, W_V (d_model, h*d_head) and W_O (h*d_head, d_model)",
+    ),
+    "projection bias": (
+        "one bias vector of h * d_head entries",
+        "with bias, Q, K and V each have h*d_head biases and W_O has d_model",
+    ),
+    "output bias": (
+        "the output projection's d_model biases",
+        "with bias, W_O has one bias per output feature, d_model of them",
+    ),
+}
+
+
+def _terms_of(traits_i) -> dict:
+    out = {}
+    for t in traits_i or ():
+        if isinstance(t, str) and t.startswith("term:"):
+            _, name, value = t.split(":", 2)
+            out[name] = int(value)
+    return out
+
+
+def _as_count(x):
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)) and float(x).is_integer() and abs(x) < 2**63:
+        return int(x)
+    return None
+
+
+def term_diagnosis(traits: list, results: list, expected: list) -> str:
+    """For a count: the term the answer is off by, the same whole multiple on every case, or the
+    same ratio to the right count on every case (``""`` when neither holds)."""
+    pairs = []
+    for i, want in enumerate(expected):
+        if i >= len(results) or results[i] is None or results[i].raised:
+            break
+        w, g = _as_count(want), _as_count(results[i].value)
+        if w is None or g is None:
+            return ""
+        pairs.append((i, w, g))
+    if len(pairs) < 2 or all(w == g for _, w, g in pairs):
+        return ""
+    for name, (what, advice) in TERMS.items():
+        ks = set()
+        for i, w, g in pairs:
+            t = _terms_of(traits[i] if i < len(traits) else ()).get(name)
+            if not t or (g - w) % t:
+                ks = None
+                break
+            ks.add((g - w) // t)
+        if ks and len(ks) == 1 and 0 not in ks:
+            k = ks.pop()
+            if abs(k) <= 6:
+                more = "too many" if k > 0 else "missing"
+                times = f"{abs(k)} x " if abs(k) != 1 else ""
+                return (
+                    f"on every case your count is off by exactly {times}{what} ({more}): {advice}"
+                )
+    ratios = {g / w for _, w, g in pairs if w}
+    if len(ratios) == 1 and len(pairs) == sum(1 for _, w, _ in pairs if w):
+        r = ratios.pop()
+        if r not in (0.0, 1.0) and (r.is_integer() or (1 / r).is_integer()):
+            factor = f"{int(r)} times" if r.is_integer() else f"1/{int(1 / r)} of"
+            return (
+                f"on every case your count is exactly {factor} the right one: a factor is "
+                "wrong (a count of things counted once too often, or one left out); check each "
+                "factor of your product against the question"
+            )
     return ""
 
 
@@ -799,6 +900,69 @@ def _zero_rows_note(want, got) -> str:
     return text
 
 
+def _weights_like(x) -> bool:
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    if a.ndim < 2 or a.size == 0 or not np.all(np.isfinite(a)):
+        return False
+    return bool(np.all(a >= -1e-12) and np.allclose(a.sum(axis=-1), 1.0, atol=1e-6))
+
+
+def _sums_note(want, got) -> str:
+    """When the right result (or an item of it) is a matrix of attention weights, rows summing
+    to 1 over the keys, and the answer's rows do not: over which axis they sum to 1 instead."""
+    items_w = want if isinstance(want, tuple) else (want,)
+    items_g = got if isinstance(got, (tuple, list)) and isinstance(want, tuple) else (got,)
+    for j, (w, g) in enumerate(zip(items_w, items_g)):
+        if not _weights_like(w):
+            continue
+        try:
+            g = np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if g.shape != np.shape(w) or not np.all(np.isfinite(g)):
+            continue
+        if np.allclose(g.sum(axis=-1), 1.0, atol=1e-6):
+            continue
+        name = f"result[{j}]" if isinstance(want, tuple) else "your result"
+        other = [ax for ax in range(g.ndim - 1) if np.allclose(g.sum(axis=ax), 1.0, atol=1e-6)]
+        if other:
+            return (
+                f"{name} holds attention weights, whose rows must sum to 1 over the keys (the "
+                f"last axis); yours sum to 1 over axis {other[0]} instead: the softmax (its max, "
+                "its exponentials and its sum) runs over the last axis, axis=-1"
+            )
+        return (
+            f"{name} holds attention weights, whose rows must sum to 1 over the keys (the last "
+            "axis); yours do not: divide by the sum over the last axis (keepdims=True)"
+        )
+    return ""
+
+
+def _off_by_one_note(diff, want, got) -> str:
+    """A shape that differs from the right one on one axis by exactly one entry."""
+    if getattr(diff, "kind", "") != "shape":
+        return ""
+    try:
+        a, b = np.shape(want), np.shape(np.asarray(got, dtype=float))
+    except (TypeError, ValueError):
+        return ""
+    if len(a) != len(b):
+        return ""
+    axes = [i for i in range(len(a)) if a[i] != b[i]]
+    if len(axes) != 1 or abs(a[axes[0]] - b[axes[0]]) != 1:
+        return ""
+    ax = axes[0]
+    word = "one entry too many" if b[ax] > a[ax] else "one entry too few"
+    return (
+        f"axis {ax - len(a)} of your result has {word} ({b[ax]} instead of {a[ax]}), every "
+        "other axis is right: an off-by-one in a slice bound or a size (a slice's end is "
+        "exclusive: x[a:b] has b - a entries)"
+    )
+
+
 def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, traits) -> dict:
     """The verdict on an answer with wrong values: the first wrong case, the classic mistake
     it matches, else the property of the cases that separates right from wrong."""
@@ -808,10 +972,16 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     diagnosis = differential(traits or [], scan.passed)
     if named is None and not diagnosis:
         diagnosis = row_diagnosis(traits or [], results, expected, meta["rtol"], meta["atol"])
+    if named is None and not diagnosis:
+        diagnosis = term_diagnosis(traits or [], results, expected)
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
     if named is None and not diagnosis and public:
-        note = _zero_rows_note(expected[i], results[i].value)
+        note = (
+            _zero_rows_note(expected[i], results[i].value)
+            or _sums_note(expected[i], results[i].value)
+            or _off_by_one_note(diff, expected[i], results[i].value)
+        )
         if note:
             diagnosis = note
             hint = note[0].upper() + note[1:] + ". " + meta["hint"]
@@ -1020,7 +1190,9 @@ def value_info(grade_id: str, expected, sig_figs: int | None = None) -> dict:
         info["shape"] = list(np.shape(np.asarray(expected, dtype=float)))
         if isinstance(expected, (tuple, list)):
             info["sequence"] = True
-            if all(isinstance(v, (int, np.integer)) for v in expected):
+            if all(isinstance(v, (bool, np.bool_)) for v in expected):
+                info["flags"] = True
+            elif all(isinstance(v, (int, np.integer)) for v in expected):
                 info["shape_parts"] = _shape_parts(grade_id, expected)
     elif kind == "tuple":
         info["length"] = len(expected)
@@ -1103,6 +1275,15 @@ def _value_form(info: dict, actual, got) -> str:
         if not _letter(actual):
             return "answer with a single letter (one option), as text, for example 'a'"
         return ""
+    if (
+        info.get("flags")
+        and isinstance(actual, (tuple, list))
+        and any(not isinstance(v, (bool, np.bool_)) for v in actual)
+    ):
+        return (
+            "your answer should be a tuple of truth values, True or False (no quotes), one per "
+            "item, not words or numbers"
+        )
     if kind == "number" and isinstance(actual, (str, bytes)):
         if info.get("sequence"):
             n = (info.get("shape") or [0])[0]

@@ -32,7 +32,7 @@ RECORDED_MESSAGE = (
 # entry is the same whatever the answer is (tests/test_for_grading.py checks it by changing
 # the answer and the mistakes and comparing).
 _KEPT = ("grade_id", "assignment", "kind", "points", "prompt", "forbidden", "answer_type")
-_FORM = ("type", "shape", "length", "sequence", "letter")
+_FORM = ("type", "shape", "length", "sequence", "letter", "flags")
 
 
 def for_grading_entry(entry: dict) -> dict:
