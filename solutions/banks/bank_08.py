@@ -131,6 +131,7 @@ register(
         reference=_update_reference,
         cases=_update_cases,
         traits=_update_traits,
+        extra={"outputs": ["m_new", "ell_new", "acc_new"]},
         mistakes=(
             Mistake(
                 "acc not rescaled",

@@ -71,6 +71,8 @@ def question_meta(q) -> dict:
         # a constraint the question states on the memory one call may hold (watched during
         # the call: see sandbox.inside.watch.run_cases)
         "limits": (getattr(q, "extra", None) or {}).get("limits"),
+        # the names of a tuple result's items (``extra={"outputs": [...]}``), for feedback
+        "outputs": list((getattr(q, "extra", None) or {}).get("outputs") or []),
     }
 
 
@@ -372,7 +374,10 @@ TRAITS = {
     "mask": (
         "without a mask",
         "with a mask",
-        "look at how the mask is applied: -inf where it is False, before the softmax",
+        "look at how the mask is applied: it is boolean (True = may attend) and chooses, "
+        "np.where(mask, scores, -inf): -inf where it is False, before the softmax. Used as "
+        "numbers (added to the scores, or multiplied with them) it blocks nothing, and with "
+        "the opposite polarity (True = blocked) it blocks the wrong keys",
     ),
     "rectangular": (
         "when there are as many keys as queries",
@@ -941,6 +946,22 @@ def _sums_note(want, got) -> str:
     return ""
 
 
+def _items_note(meta, want, got, rtol, atol) -> str:
+    """For a tuple result: which of its items are right and which differ, by the names the
+    question gives them (``extra={"outputs": [...]}``)."""
+    if not isinstance(want, tuple) or not isinstance(got, (tuple, list)) or len(got) != len(want):
+        return ""
+    names = list(meta.get("outputs") or [])
+    names += [f"result[{j}]" for j in range(len(names), len(want))]
+    wrong = [names[j] for j, (w, g) in enumerate(zip(want, got)) if difference(w, g, rtol, atol)]
+    right = [n for n in names[: len(want)] if n not in wrong]
+    if not wrong or not right:
+        return ""
+    return f"{', '.join(right)} {'is' if len(right) == 1 else 'are'} right; {', '.join(wrong)} " + (
+        "is wrong" if len(wrong) == 1 else "are wrong"
+    )
+
+
 def _off_by_one_note(diff, want, got) -> str:
     """A shape that differs from the right one on one axis by exactly one entry."""
     if getattr(diff, "kind", "") != "shape":
@@ -981,6 +1002,7 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
             _zero_rows_note(expected[i], results[i].value)
             or _sums_note(expected[i], results[i].value)
             or _off_by_one_note(diff, expected[i], results[i].value)
+            or _items_note(meta, expected[i], results[i].value, meta["rtol"], meta["atol"])
         )
         if note:
             diagnosis = note
