@@ -196,9 +196,10 @@ KNOWN_ERRORS = (
     ),
     (
         ("array split does not result in an equal division",),
-        "np.split cuts axis 0 (the tokens) unless told otherwise. Heads split the features: "
-        "np.split(x, num_heads, axis=-1), or reshape to (n, h, d_head) and transpose.",
-        "split axis",
+        "np.split(x, k, axis) needs that axis's length to be a multiple of k. Check which axis "
+        "you split (without axis=, np.split cuts axis 0, the tokens; heads split the features, "
+        "axis=-1) and into how many pieces.",
+        None,
     ),
     (
         ("matmul", "mismatch in its core dimension"),
@@ -253,16 +254,17 @@ KNOWN_ERRORS = (
     ),
     (
         ("'list' object has no attribute",),
-        "An argument is a Python list, not an array (the question allows both): a list has no "
-        "array methods such as .shape, .transpose or .reshape. Convert it first with "
-        "np.asarray(...) (or np.stack for a list of arrays).",
-        "list argument",
+        "A value on that line is a Python list, not a NumPy array: a list has no array methods "
+        "such as .shape, .T, .transpose or .reshape. Convert it first with np.asarray(...) (or "
+        "np.stack for a list of arrays); where the question allows a list as input, an "
+        "argument may be one.",
+        "list, not an array",
     ),
     (
         ("has no attribute 'shape'",),
-        "An argument is a Python list, not an array (the question allows both): convert it "
-        "first with np.asarray(...).",
-        "list argument",
+        "A value on that line has no .shape: it is not a NumPy array (a list, a tuple or a "
+        "number). Convert it first with np.asarray(...).",
+        "not an array",
     ),
     (
         ("boolean index did not match",),
@@ -824,6 +826,14 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             message=message,
             cause=error_cause(kind, text) if error_hint(kind, text, public) else None,
         )
+        if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
+            # raised inside the learner's own code: one of *their* calls misses an argument
+            r.update(
+                cause=None,
+                hint="A call inside your function misses an argument (see the line above): "
+                "compare it with the definition of the function it calls. "
+                + (meta["hint"] or ""),
+            )
         if public:
             r["where"] = getattr(res, "where", None)
         return r
