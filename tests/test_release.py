@@ -294,7 +294,7 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
             "sig_figs",
             "flags",
         }  # not value-dependent
-        assert set(q["public"]["info"]) <= {"hashes", "shape_parts"} | form
+        assert set(q["public"]["info"]) <= {"hashes", "shape_parts", "factors"} | form
 
 
 # ---------------------------------------------------------------------------------------------

@@ -389,6 +389,7 @@ register(
         "(outputs (h, n, d_head), weights (h, n, n)).",
         reference=_per_head_reference,
         cases=_per_head_cases,
+        extra={"outputs": ["outputs", "weights"]},
         mistakes=(
             Mistake(
                 "scaled by sqrt(d_model)",

@@ -91,6 +91,7 @@ register(
         "sqrt(d_k))) v: return (d_q, d_k, d_v), the gradients of sum(out * d_out).",
         reference=_head_backward_reference,
         cases=_head_backward_cases,
+        extra={"outputs": ["d_q", "d_k", "d_v"]},
         mistakes=(
             Mistake(
                 "softmax without the row sum",

@@ -831,8 +831,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             r.update(
                 cause=None,
                 hint="A call inside your function misses an argument (see the line above): "
-                "compare it with the definition of the function it calls. "
-                + (meta["hint"] or ""),
+                "compare it with the definition of the function it calls. " + (meta["hint"] or ""),
             )
         if public:
             r["where"] = getattr(res, "where", None)
@@ -972,6 +971,25 @@ def _items_note(meta, want, got, rtol, atol) -> str:
     )
 
 
+def _size_one_note(diff, want, got) -> str:
+    """The right numbers with an extra (or a missing) axis of size 1."""
+    if getattr(diff, "kind", "") != "reshaped":
+        return ""
+    a, b = tuple(np.shape(want)), tuple(np.shape(np.asarray(got, dtype=object)))
+    if tuple(s for s in a if s != 1) != tuple(s for s in b if s != 1):
+        return ""
+    if len(b) > len(a):
+        return (
+            f"your result has the right numbers with an extra axis of size 1 ({b} for {a}): a "
+            "reduction with keepdims=True, or an x[:, None], left it; drop it (keepdims=False, "
+            "or .squeeze(axis))"
+        )
+    return (
+        f"your result has the right numbers but lacks an axis of size 1 ({b} for {a}): keep it "
+        "(keepdims=True, or x[:, None])"
+    )
+
+
 def _off_by_one_note(diff, want, got) -> str:
     """A shape that differs from the right one on one axis by exactly one entry."""
     if getattr(diff, "kind", "") != "shape":
@@ -1012,6 +1030,7 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
             _zero_rows_note(expected[i], results[i].value)
             or _sums_note(expected[i], results[i].value)
             or _off_by_one_note(diff, expected[i], results[i].value)
+            or _size_one_note(diff, expected[i], results[i].value)
             or _items_note(meta, expected[i], results[i].value, meta["rtol"], meta["atol"])
         )
         if note:
@@ -1207,6 +1226,52 @@ def _letter(x) -> bool:
     return isinstance(x, str) and len(x.strip()) == 1 and x.strip().isalpha()
 
 
+# Factors by which a count or a quantity is typically off (units, K and V, bytes per number),
+# besides the numbers the question's own prompt gives (see :func:`_factor_hashes`).
+_UNIT_FACTORS = {
+    2: "2",
+    3: "3",
+    4: "4",
+    1000: "1000 (a unit: seconds and milliseconds, or ms and microseconds, are 1000 apart)",
+    10**6: "a million (a unit: seconds and microseconds)",
+    1024: "1024 (a unit: 1 KiB is 1024 bytes)",
+    2**20: "2**20 (a unit: 1 MiB is 2**20 bytes)",
+    2**30: "2**30 (a unit: 1 GiB is 2**30 bytes)",
+}
+
+
+def _prompt_numbers(prompt: str) -> list:
+    """The whole numbers a question's prompt gives (its layers, heads, widths, ...)."""
+    out = []
+    for m in re.finditer(r"(?<![\w.^*])(\d[\d,]*)(?![\w.]\d)", prompt or ""):
+        text = m.group(1).replace(",", "")
+        if text.isdigit() and 2 <= int(text) <= 10**7 and int(text) not in out:
+            out.append(int(text))
+    return out
+
+
+def _factor_hashes(grade_id: str, expected, prompt: str, sig_figs) -> list:
+    """For a scalar value answer: hashes of the right value multiplied and divided by each
+    factor (units, small counts, and every number the prompt gives), so that the verdict can
+    say "exactly N times the right value" (the property) without naming a cause."""
+    try:
+        e = float(expected)
+    except (TypeError, ValueError):
+        return []
+    if not math.isfinite(e) or e == 0:
+        return []
+    factors = dict(_UNIT_FACTORS)
+    for n in _prompt_numbers(prompt):
+        factors.setdefault(n, f"{n}, a number the question gives")
+    out = []
+    for f, label in factors.items():
+        for direction, value in (("times", e * f), ("divided by", e / f)):
+            h = value_hashes(grade_id, value, sig_figs)
+            if h:
+                out.append({"h": h, "f": f"{direction} {label}"})
+    return out
+
+
 def value_info(grade_id: str, expected, sig_figs: int | None = None) -> dict:
     """What the self-check may know about an expected value: its hashes and its form.
 
@@ -1283,9 +1348,13 @@ def value_data(q) -> tuple[dict, list]:
     """``(value_info, mistake hashes)`` of a bank's value question, as the self-check data
     holds them and as the grader judges with them."""
     k = sig_figs_of(q)
-    return value_info(q.grade_id, q.expected, k), [
-        value_hashes(q.grade_id, m.answer, k) for m in q.mistakes
-    ]
+    info = value_info(q.grade_id, q.expected, k)
+    factors = (
+        _factor_hashes(q.grade_id, q.expected, q.prompt, k) if not np.shape(q.expected) else []
+    )
+    if factors and not isinstance(q.expected, str):
+        info["factors"] = factors
+    return info, [value_hashes(q.grade_id, m.answer, k) for m in q.mistakes]
 
 
 def _a(type_name: str) -> str:
@@ -1386,6 +1455,15 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     if note:
         r.update(message="your answer is not the expected shape", hint=note, cause=None)
         return r
+    if cause is None and got:
+        for entry in info.get("factors") or ():
+            if any(g == h for g, h in zip(got, entry.get("h") or ())):
+                hint = (
+                    f"Your answer is exactly the right value {entry['f']}: one factor of your "
+                    "calculation is off (a count used once too often or left out, or a unit). "
+                    + meta["hint"]
+                )
+                break
     message = "your answer is not the expected value"
     if k:
         message += f" to {k} significant figures"
