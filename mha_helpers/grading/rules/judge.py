@@ -1379,7 +1379,7 @@ def _value_form(info: dict, actual, got) -> str:
     if (
         info.get("flags")
         and isinstance(actual, (tuple, list))
-        and any(not isinstance(v, (bool, np.bool_)) for v in actual)
+        and any(isinstance(v, (str, bytes)) for v in actual)
     ):
         return (
             "your answer should be a tuple of truth values, True or False (no quotes), one per "
