@@ -167,3 +167,52 @@ def test_plain_text_elsewhere_keeps_the_same_order():
     assert lines[0] == "q03_concat_project: not yet [0/4 points]"
     assert lines[2].startswith("  hint: ") and lines[3].startswith("  expected: ")
     assert not re.search(r"<[a-z]", text)
+
+
+# --- 4. diagnosis by the property that breaks -------------------------------------------------
+
+
+def _softmax(s):
+    m = s.max(-1, keepdims=True)
+    e = np.exp(s - m)
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_head_group_indexing_is_diagnosed_by_which_query_heads_are_wrong():
+    def gqa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+        n, d = x.shape
+        dh = d // num_heads
+        q = (x @ w_q).reshape(n, num_heads, dh).transpose(1, 0, 2)
+        k = (x @ w_k).reshape(n, num_kv_heads, dh).transpose(1, 0, 2)
+        v = (x @ w_v).reshape(n, num_kv_heads, dh).transpose(1, 0, 2)
+        js = [min(i // num_kv_heads, num_kv_heads - 1) for i in range(num_heads)]  # the slip
+        outs = [_softmax(q[i] @ k[j].T / np.sqrt(dh)) @ v[j] for i, j in enumerate(js)]
+        return np.concatenate(outs, axis=-1) @ w_o
+
+    r = self_check("q05_gqa", gqa)
+    assert r["cause"] is None and "query head 2 is wrong" in r["hint"], r["hint"]
+    assert "i // group" in r["hint"]
+
+
+def test_an_online_update_wrong_only_where_the_maximum_rose_is_told_so():
+    def twice(m, ell, acc, scores, v_block):
+        m_new = np.maximum(m, scores.max(axis=-1))
+        r = np.exp(m - m_new)
+        p = np.exp(scores - m_new[:, None])
+        return m_new, r * ell + p.sum(-1), r[:, None] ** 2 * acc + p @ v_block  # acc twice
+
+    r = self_check("q08_online_update", twice)
+    assert r["cause"] is None and "rows where the maximum rose" in r["hint"], r["hint"]
+
+
+def test_a_count_off_by_one_term_is_told_which_term():
+    def softmax_counted(n, d_model, num_heads):
+        return 8 * n * d_model**2 + 4 * n**2 * d_model + 5 * num_heads * n**2
+
+    r = self_check("q04_flops", softmax_counted)
+    assert r["cause"] is None and "h n^2" in r["hint"] and "softmax" in r["hint"], r["hint"]
+
+
+def test_a_value_off_by_a_factor_of_the_prompt_is_told_so():
+    r = self_check("q08_mla_cache", (512 + 64) * 60 * 2 * 128)  # times the 128 heads
+    assert r["cause"] is None and "times 128" in r["hint"], r["hint"]

@@ -95,6 +95,16 @@ def _gqa_cases(rng):
         w_v = rng.normal(size=(d_model, g * d_head)) / np.sqrt(d_model)
         w_o = rng.normal(size=(d_model, d_model)) / np.sqrt(d_model)
         cases.append((x, w_q, w_k, w_v, w_o, h, g))
+    # W_O the identity: output columns i * d_head ... (i + 1) * d_head - 1 are query head i's
+    # own output, so the verdict can say which query heads are wrong (groups of 3, where
+    # i // num_kv_heads and i // group differ)
+    n, d_model, h, g = 4, 12, 6, 2
+    d_head = d_model // h
+    x = rng.normal(size=(n, d_model))
+    w_q = rng.normal(size=(d_model, d_model)) / np.sqrt(d_model)
+    w_k = rng.normal(size=(d_model, g * d_head)) / np.sqrt(d_model)
+    w_v = rng.normal(size=(d_model, g * d_head)) / np.sqrt(d_model)
+    cases.append((x, w_q, w_k, w_v, np.eye(d_model), h, g))
     return cases
 
 
@@ -123,10 +133,17 @@ def _gqa_slip(**kwargs):
 
 
 def _gqa_traits(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    w_o = np.asarray(w_o)
+    identity = w_o.shape[0] == w_o.shape[1] and np.array_equal(w_o, np.eye(len(w_o)))
     return (
         (["several heads"] if num_heads > 1 else [])
         + (["shared kv"] if num_kv_heads < num_heads else [])
         + (["groups"] if 1 < num_kv_heads < num_heads else [])
+        + (
+            [f"headblocks:{np.shape(x)[-1] // num_heads}:{num_heads // num_kv_heads}"]
+            if identity
+            else []
+        )
     )
 
 

@@ -1012,6 +1012,54 @@ def _off_by_one_note(diff, want, got) -> str:
     )
 
 
+def _heads(names) -> str:
+    return ("query head " if len(names) == 1 else "query heads ") + ", ".join(names)
+
+
+def head_blocks_note(traits: list, results: list, expected: list, n_public: int) -> str:
+    """On a public case whose output projection is the identity (tagged
+    "headblocks:<d_head>:<group>"), output columns i * d_head ... are query head i's own
+    output: which query heads are right and which wrong (``""`` when all or none are)."""
+    for i in range(min(n_public, len(expected), len(results), len(traits or []))):
+        tags = [t for t in traits[i] or () if isinstance(t, str) and t.startswith("headblocks:")]
+        res = results[i]
+        if not tags or res is None or res.raised:
+            continue
+        _, d_head, group = tags[0].split(":")
+        d_head, group = int(d_head), int(group)
+        try:
+            w, g = np.asarray(expected[i], dtype=float), np.asarray(res.value, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if w.shape != g.shape or w.ndim != 2 or d_head < 1 or w.shape[1] % d_head:
+            return ""
+        ok = [
+            bool(
+                np.allclose(
+                    g[:, b * d_head : (b + 1) * d_head],
+                    w[:, b * d_head : (b + 1) * d_head],
+                    rtol=1e-6,
+                    atol=1e-8,
+                )
+            )
+            for b in range(w.shape[1] // d_head)
+        ]
+        if all(ok) or not any(ok):
+            return ""
+        right = [str(b) for b, o in enumerate(ok) if o]
+        wrong = [str(b) for b, o in enumerate(ok) if not o]
+        return (
+            f"on case {i + 1}, whose W_O is the identity (so output columns i*d_head to "
+            f"(i+1)*d_head - 1 are query head i's own output), {_heads(wrong)} "
+            f"{'is' if len(wrong) == 1 else 'are'} wrong and {_heads(right)} right: look at "
+            "which key/value head each "
+            f"query head reads. Query head i reads KV head i // group, with the group size "
+            f"group = num_heads // num_kv_heads ({group} here): heads 0 to {group - 1} share KV "
+            "head 0, and so on"
+        )
+    return ""
+
+
 def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, traits) -> dict:
     """The verdict on an answer with wrong values: the first wrong case, the classic mistake
     it matches, else the property of the cases that separates right from wrong."""
@@ -1019,6 +1067,9 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     public = i < n_public
     hint, named = _which_mistake(meta, results, mistakes, len(expected), scan.complete)
     diagnosis = differential(traits or [], scan.passed)
+    if named is None:  # which query heads are wrong says more than "with several heads"
+        blocks = head_blocks_note(traits or [], results, expected, n_public)
+        diagnosis = blocks or diagnosis
     if named is None and not diagnosis:
         diagnosis = row_diagnosis(traits or [], results, expected, meta["rtol"], meta["atol"])
     if named is None and not diagnosis:
