@@ -990,6 +990,44 @@ def _size_one_note(diff, want, got) -> str:
     )
 
 
+def _scale_note(meta, want, got) -> str:
+    """An array (or tuple items) that is the right one times a constant factor, c != 1."""
+    items_w = want if isinstance(want, tuple) else (want,)
+    items_g = got if isinstance(got, (tuple, list)) and isinstance(want, tuple) else (got,)
+    if len(items_w) != len(items_g):
+        return ""
+    names = list(meta.get("outputs") or [])
+    names += [f"result[{j}]" for j in range(len(names), len(items_w))]
+    scaled = []
+    for j, (w, g) in enumerate(zip(items_w, items_g)):
+        try:
+            w, g = np.asarray(w, dtype=float), np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if (
+            w.shape != g.shape
+            or w.size < 2
+            or not (np.all(np.isfinite(w)) and np.all(np.isfinite(g)))
+        ):
+            return ""
+        ww = float(np.sum(w * w))
+        if ww == 0:
+            continue
+        c = float(np.sum(g * w)) / ww
+        if abs(c - 1) < 1e-6:
+            continue
+        if c == 0 or not np.allclose(g, c * w, rtol=1e-6, atol=1e-9):
+            return ""
+        scaled.append((names[j] if isinstance(want, tuple) else "your result", c))
+    if not scaled:
+        return ""
+    parts = ", ".join(f"{n} is {c:.4g} times the right one" for n, c in scaled)
+    return (
+        f"{parts} (a constant factor, the same for every entry): a scale is wrong somewhere, "
+        "a factor multiplied where it should divide, one left out, or one too many"
+    )
+
+
 def _off_by_one_note(diff, want, got) -> str:
     """A shape that differs from the right one on one axis by exactly one entry."""
     if getattr(diff, "kind", "") != "shape":
@@ -1082,11 +1120,14 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
             or _sums_note(expected[i], results[i].value)
             or _off_by_one_note(diff, expected[i], results[i].value)
             or _size_one_note(diff, expected[i], results[i].value)
+            or _scale_note(meta, expected[i], results[i].value)
             or _items_note(meta, expected[i], results[i].value, meta["rtol"], meta["atol"])
         )
         if note:
             diagnosis = note
-            hint = note[0].upper() + note[1:] + ". " + meta["hint"]
+            first = note.split(" ", 1)[0]
+            hint = note if ("_" in first or "[" in first) else note[0].upper() + note[1:]
+            hint += ". " + meta["hint"]
     message = f"{_case_name(i, public)}: {diff if public else diff.generic}"
     if diff.kind != "transposed" and any(
         k == "transposed" for k in scan.kinds[:n_public] if k
