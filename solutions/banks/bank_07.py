@@ -98,14 +98,14 @@ def _padding_causal_cases(rng):
     lengths[0] = n  # one sequence without padding
     lengths[1] = int(rng.integers(1, n - 1))  # and one with at least two padding tokens
     # and one without any padding (only the causal part matters there)
-    # the last: the lengths as a Python list, every sequence shorter than the padded length n
-    # (the mask is (batch, n, n) whatever the longest sequence)
+    # the last: every sequence shorter than the padded length n (the mask is (batch, n, n)
+    # whatever the longest sequence); lengths stay an integer array, as the question says
     return [
         (np.array([4, 2]), 4),
         (np.array([3, 1, 5]), 5),
         (lengths, n),
         (np.array([4, 4]), 4),
-        ([3, 1, 2], 5),
+        (np.array([3, 1, 2]), 5),
     ]
 
 
