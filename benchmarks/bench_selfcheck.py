@@ -9,6 +9,10 @@
 * **Hint rate**: the battery of realistic wrong answers in ``tests/wrong_answers.py`` (at least 8
   per function question), per exercise: how many pass (target 0) and how many verdicts name the
   cause (target >= 90 %). ``tests/test_wrong_answers.py`` asserts the same targets.
+* **Independent batteries** (``tests/lesson_battery/battery_*.py``, written from the lessons
+  and exercises alone), per battery and per exercise: hinted (>= 90 %), wrong-cause (0: a hint
+  that names a cause must name the right one), wrong-pass and false-reject (both 0, asserted by
+  ``tests/test_lesson_battery.py``).
 
 Run alone: ``.venv/bin/python benchmarks/bench_selfcheck.py [--quick]``.
 """
@@ -72,6 +76,8 @@ def run(args, blas) -> list[Row]:
         )
     )
 
+    rows += battery_rows()
+
     # --- time per call -----------------------------------------------------------------------
     rounds = 5 if getattr(args, "quick", False) else 15
     first_wrong = {}
@@ -111,6 +117,48 @@ def run(args, blas) -> list[Row]:
             INFO,
         )
     )
+    return rows
+
+
+def battery_rows() -> list[Row]:
+    """The independent batteries of ``tests/lesson_battery/`` (every ``battery_*.py``, found by
+    name), per battery and per exercise: hinted (target >= 90 %), wrong-cause (target 0),
+    wrong-pass and false-reject (both must be 0; ``tests/test_lesson_battery.py`` asserts it)."""
+    import importlib
+
+    from lesson_battery import harness
+
+    rows = []
+    folder = HERE.parent / "tests" / "lesson_battery"
+    for name in sorted(p.stem for p in folder.glob("battery_*.py")):
+        module = importlib.import_module(f"lesson_battery.{name}")
+        outcomes = harness.run(list(module.WRONG) + list(module.RIGHT))
+        r = harness.rates(outcomes)
+        for ex, s in [*r["by_exercise"].items(), ("all", r["all"])]:
+            ok = s["hinted"] >= 0.9 and s["wrong_cause"] == 0
+            ok = ok and s["wrong_pass"] == 0 and s["false_reject"] == 0
+            rows.append(
+                Row(
+                    SECTION,
+                    f"{name}, exercise {ex}: hinted / wrong-cause / wrong-pass / false-reject",
+                    f"{s['hinted']:.1%} / {s['wrong_cause']:.1%} / {s['wrong_pass']:.1%} / "
+                    f"{s['false_reject']:.1%} ({s['wrong']} wrong, {s['right']} right)",
+                    ">= 90 % / 0 / 0 / 0",
+                    judged(ok),
+                    {
+                        k: s[k]
+                        for k in (
+                            "wrong",
+                            "right",
+                            "hinted",
+                            "wrong_cause",
+                            "wrong_pass",
+                            "unhinted",
+                            "false_reject",
+                        )
+                    },
+                )
+            )
     return rows
 
 

@@ -237,7 +237,7 @@ LAYERS = (
         [f"{G}.classroom.feedback", f"{G}.classroom.gradebook", f"{G}.classroom.lms"],
     ),
     # what the stages share
-    ("the learner's self-check", [f"{G}.selfcheck.check"]),
+    ("the learner's self-check", [f"{G}.selfcheck.check", f"{G}.selfcheck.render"]),
     ("calling an answer (self-check and sandbox)", [f"{G}.sandbox.inside.watch"]),
     (
         "the rules",

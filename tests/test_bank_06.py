@@ -102,9 +102,26 @@ def test_references_agree_with_the_course_functions(seed):
 def test_seed_7_roles_match_the_exercise_bank():
     from mha_course_banks.bank_06 import ROLES_SEED_7
 
-    make_batch = vote_table_task()
+    make_batch = vote_table_task(vocab_size=16, seq_len=10, table_seed=0)
     tokens, _ = make_batch(np.random.default_rng(1000), 1000)
-    params, _ = train(init_model(16, 10, 32, 1, seed=7), make_batch, 2, steps=300, lr=1e-2, seed=7)
-    _, weights = forward(params, tokens, 2)
+    params, _ = train(  # exactly as exercise 06's training cell
+        init_model(16, 10, 32, num_layers=1, seed=7),
+        make_batch,
+        num_heads=4,
+        steps=300,
+        lr=1e-2,
+        warmup=100,
+        batch_size=64,
+        seed=7,
+    )
+    _, weights = forward(params, tokens, num_heads=4)
     assert tuple(head_roles(weights[0])) == ROLES_SEED_7
+    # every head's role is clear (scores near 1 and 0), so no machine can measure it otherwise
+    n = weights[0].shape[-1]
+    t = np.arange(2, n)
+    prev, first = (
+        weights[0][:, :, t, t - 1].mean(axis=(0, 2)),
+        weights[0][:, :, t, 0].mean(axis=(0, 2)),
+    )
+    assert np.all(np.abs(prev - first) > 0.5)
     assert get_question("q06_roles_seed7").expected == ROLES_SEED_7

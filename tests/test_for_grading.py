@@ -135,3 +135,102 @@ def test_the_graded_copys_check_says_recorded_and_still_checks_the_form(copies, 
 def test_for_grading_needs_a_student_copy(capsys):
     assert main(["release", "--for-grading"]) == 2
     assert "--for-grading goes with --student-copy" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 31, class 1: the attacker reads the whole copy (not only the self-check's verdicts)
+
+
+def _copy_text(copy) -> str:
+    """Every text file of the copy, as the attacker would read it."""
+    parts = []
+    for path in sorted(copy.rglob("*")):
+        if path.is_file() and path.suffix in (".json", ".py", ".ipynb", ".md", ".txt", ".toml"):
+            parts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(parts)
+
+
+def test_the_for_grading_copy_names_no_mistake_and_holds_no_value_hint(copies):
+    plain, graded = copies
+    text = _copy_text(graded)
+    graded_entries = {q["grade_id"]: json.dumps(q) for _, q in value_questions(graded)}
+    function_hints = set()
+    for path in (plain / "mha_helpers" / "grading" / "selfcheck" / "data").glob("*.json"):
+        for q in json.loads(path.read_text(encoding="utf-8"))["questions"]:
+            if q["kind"] == "function":
+                function_hints |= {m["hint"] for m in q["mistakes"]} | {q["hint"]}
+    checked = 0
+    for _, q in value_questions(plain):
+        bank = get_question(q["grade_id"])
+        # the classic mistakes' names and hints, and the question's own hint, appear nowhere
+        # in the copy (for a multiple choice the mistakes are the wrong letters)
+        for m in bank.mistakes:
+            if m.hint not in function_hints:  # a shared hint about code ties to no answer
+                assert json.dumps(m.hint)[1:-1] not in text, (bank.grade_id, m.name)
+            assert json.dumps(m.name) not in graded_entries[bank.grade_id], (bank.grade_id, m.name)
+        if len(bank.hint) > 20:
+            assert json.dumps(bank.hint)[1:-1] not in text, bank.grade_id
+        for h in q["public"]["info"].get("hashes") or []:  # no hash of the plain copy either
+            assert h not in text, bank.grade_id
+        checked += 1
+    assert checked >= 10
+
+
+def test_the_graded_entry_is_the_same_whatever_the_answer(copies):
+    """Nothing of a value question's graded entry depends on the answer: change the answer's
+    hashes, the mistakes, their names and hints and the hint, and the entry is the same."""
+    from mha_helpers.grading.rules.recorded import for_grading_entry
+
+    plain, graded = copies
+    graded_entries = {q["grade_id"]: q for _, q in value_questions(graded)}
+    for _, q in value_questions(plain):
+        other = json.loads(json.dumps(q))
+        other["hint"] = "the answer is 42"
+        other["mistakes"] = [{"name": "x", "hint": "not x"}]
+        other["public"]["info"]["hashes"] = ["0" * 64, "1" * 64]
+        other["public"]["info"]["sig_figs"] = 9
+        other["public"]["mistakes"] = [["2" * 64]]
+        assert for_grading_entry(other) == for_grading_entry(q) == graded_entries[q["grade_id"]]
+
+
+def _closed(q) -> bool:
+    return bool(q["public"]["info"].get("letter"))
+
+
+def test_an_attacker_with_only_the_copy_scores_no_better_than_chance(copies):
+    """Play the attacker on every closed and every value question with nothing but the graded
+    copy: try every letter (closed questions) and a wide numeric space (numbers: every integer
+    up to 200,000, every a * 2**k, the true answer and every classic mistake), and keep any
+    candidate the copy treats differently from the others. None is; so the attacker's best
+    guess for a closed question is one of the options at random, 1 in the number of options."""
+    _, graded = copies
+    closed = numbers = 0
+    for _, q in value_questions(graded):
+        gid = q["grade_id"]
+        meta, pub = data_meta(q), q["public"]
+        bank = get_question(gid)
+        if _closed(q):
+            letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+            seen = {
+                json.dumps(value_verdict(meta, pub["info"], pub["mistakes"], c), sort_keys=True)
+                for c in letters
+            }
+            assert len(seen) == 1, gid  # every letter: the very same verdict
+            # and the entry itself does not single out any letter of the prompt's options
+            entry = json.dumps({k: v for k, v in q.items() if k != "prompt"})
+            assert not re.search(r"""["'][a-e]["']""", entry), gid
+            closed += 1
+        elif pub["info"].get("type") == "number" and not pub["info"].get("shape"):
+            ints = list(range(0, 200_001))
+            candidates = ints + [a * 2**k for a in range(1, 33) for k in range(41)]
+            candidates += [bank.expected] + [m.answer for m in bank.mistakes]
+            if not isinstance(bank.expected, int):
+                candidates += [float(c) / 1000 for c in range(0, 20_001)]
+            right_form = [c for c in candidates if isinstance(c, type(bank.expected))]
+            seen = {
+                json.dumps(value_verdict(meta, pub["info"], pub["mistakes"], c), sort_keys=True)
+                for c in right_form
+            }
+            assert len(seen) == 1, gid
+            numbers += 1
+    assert closed >= 3 and numbers >= 5

@@ -300,11 +300,11 @@ def build_batch(folder: Path, elsewhere: Path) -> dict:
                 + CORRECT["q03_concat_project"],
             )
         ),
-        # Raises with its arguments only on the grader's hidden cases (after the 4 public ones).
+        # Raises with its arguments only on the grader's hidden cases (after the 5 public ones).
         "leaks_hidden": make_notebook(
             with_answer(
                 "q03_concat_project",
-                "calls = [0]\ndef concat_project(h, w):\n    calls[0] += 1\n    if calls[0] > 4:\n"
+                "calls = [0]\ndef concat_project(h, w):\n    calls[0] += 1\n    if calls[0] > 5:\n"
                 "        raise ValueError(repr(np.asarray(h)) + repr(np.asarray(w)))\n"
                 "    return np.concatenate(list(h), axis=-1) @ w\n",
             )

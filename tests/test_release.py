@@ -285,7 +285,16 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
             for word in [expected] if isinstance(expected, str) else expected:
                 assert f'"{word}"' not in public, (q["grade_id"], word)
         assert set(q["public"]) == {"info", "mistakes"}
-        assert set(q["public"]["info"]) <= {"hashes", "type", "shape", "length"}
+        form = {
+            "type",
+            "shape",
+            "length",
+            "sequence",
+            "letter",
+            "sig_figs",
+            "flags",
+        }  # not value-dependent
+        assert set(q["public"]["info"]) <= {"hashes", "shape_parts", "factors"} | form
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,8 +466,11 @@ def test_fresh_exercise_runs_and_every_check_says_not_attempted(path, tmp_path):
         for out in cell.outputs:
             assert out.output_type != "error", f"{out.get('ename')}: {out.get('evalue')}"
         for gid, _ in _check_calls(cell.source):
-            text[gid] = "".join(
-                o.get("text", "") for o in cell.outputs if o.output_type == "stream"
+            text[gid] = "".join(  # printed, or displayed (HTML with its plain text beside it)
+                o.get("text", "")
+                if o.output_type == "stream"
+                else o.get("data", {}).get("text/plain", "")
+                for o in cell.outputs
             )
     for q in questions_for(assignment):
         if q.kind != "manual":

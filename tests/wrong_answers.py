@@ -526,32 +526,31 @@ wrong(G, "output transposed", "transposed")(lambda hs, w: (_cat(hs) @ w).T)
 G = "q04_params"
 
 
-def _params(d, h, g, bias, *, kv=2, w_o=True, b=None, dh=None, kv_width=None):
+def _params(d, h, bias, *, kv=2, w_o=True, b=None, dh=None, width=None):
     dh = d // h if dh is None else dh
-    kvw = g * dh if kv_width is None else kv_width
-    weights = d * h * dh + kv * d * kvw + (h * dh * d if w_o else 0)
-    biases = h * dh + kv * kvw + (d if w_o else 0)
+    w = h * dh if width is None else width
+    weights = d * w + kv * d * w + (w * d if w_o else 0)
+    biases = w + kv * w + (d if w_o else 0)
     return weights + (biases if (bias if b is None else b) else 0)
 
 
-wrong(G, "no biases", "bias vectors")(lambda d, h, g, b: _params(d, h, g, False))
-wrong(G, "no W_O", "output projection")(lambda d, h, g, b: _params(d, h, g, b, w_o=False))
-wrong(G, "K and V as one", "k and v as one")(lambda d, h, g, b: _params(d, h, g, b, kv=1))
-wrong(G, "no sharing", "one head per query head")(lambda d, h, g, b: _params(d, h, h, b))
-wrong(G, "biases always", "even when bias is false")(lambda d, h, g, b: _params(d, h, g, True))
-wrong(G, "KV width g", "d_head wide")(lambda d, h, g, b: _params(d, h, g, b, kv_width=g))
+wrong(G, "no biases", "bias vectors")(lambda d, h, b: _params(d, h, False))
+wrong(G, "no W_O", "output projection")(lambda d, h, b: _params(d, h, b, w_o=False))
+wrong(G, "K and V as one", "k and v as one")(lambda d, h, b: _params(d, h, b, kv=1))
+wrong(G, "biases always", "even when bias is false")(lambda d, h, b: _params(d, h, True))
 wrong(G, "4 d_model biases", "4*d_model")(
-    lambda d, h, g, b: _params(d, h, g, False) + (4 * d if b else 0)
+    lambda d, h, b: _params(d, h, False) + (4 * d if b else 0)
 )
 wrong(G, "d_head squares", "d_head x d_head")(
-    lambda d, h, g, b: 4 * h * (d // h) ** 2 + (4 * h * (d // h) if b else 0)
+    lambda d, h, b: 4 * h * (d // h) ** 2 + (4 * h * (d // h) if b else 0)
 )
+wrong(G, "d_model squares", "d_model x d_model")(lambda d, h, b: 4 * d * d + (4 * d if b else 0))
 
 
 @wrong(G, "float d_head", "float", "//")
-def _(d_model, num_heads, num_kv_heads, bias):
+def _(d_model, num_heads, bias):
     d_head = d_model / num_heads
-    return _params(d_model, num_heads, num_kv_heads, bias, dh=d_head)
+    return _params(d_model, num_heads, bias, dh=d_head)
 
 
 # --- q04_flops -----------------------------------------------------------------------------------
@@ -1034,15 +1033,15 @@ def _(q, k, v, mask):
 
 
 @wrong("q04_params", "biases of K and V counted as d_model", "bias")
-def _(d_model, num_heads, num_kv_heads, bias):
-    d_head = d_model // num_heads
-    weights = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
-    return weights + ((num_heads * d_head + 2 * d_model + d_model) if bias else 0)
+def _(d_model, num_heads, bias):
+    width = num_heads * (d_model // num_heads)
+    weights = 4 * d_model * width
+    return weights + ((width + 2 * d_model + d_model) if bias else 0)
 
 
 value("q02_weights_shape", "stacked", (10, 5), "head axis")
 value("q04_changes_with_h", "nothing", (False, False, False, False), "halves")
-value("q06_roles_seed7", "both previous", ("previous", "previous"), "different roles")
+value("q06_roles_seed7", "all previous", ("previous",) * 4, "different roles")
 
 
 @wrong("q01_scores", "scaled by the token count's root, written with len(x)", "number of tokens")

@@ -455,6 +455,7 @@ register(
         "(output (n_q, d_v), weights (n_q, n_k)).",
         reference=_attention_reference,
         cases=_attention_cases,
+        extra={"outputs": ["output", "weights"]},
         mistakes=(
             Mistake("masked after softmax", _masked_after_softmax, MASK_AFTER_SOFTMAX_HINT),
             Mistake(

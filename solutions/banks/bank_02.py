@@ -99,6 +99,7 @@ register(
         prompt="A layer with d_model = 8 and h = 2 heads attends over n = 5 tokens. What is the shape "
         "of the attention weights of all heads together? Answer with a tuple.",
         expected=(2, 5, 5),
+        extra={"answer_type": "int"},
         mistakes=(
             Mistake(
                 "output shape",
@@ -162,7 +163,9 @@ _SIZES_AND_ONE_HEAD = [*_SIZES, (3, 6, 1)]
 
 
 def _heads_trait(num_heads):
-    return ["several heads"] if num_heads > 1 else []
+    return (["several heads"] if num_heads > 1 else []) + (
+        ["not two heads"] if num_heads != 2 else []
+    )
 
 
 def _split_reference(x, num_heads):
@@ -386,6 +389,7 @@ register(
         "(outputs (h, n, d_head), weights (h, n, n)).",
         reference=_per_head_reference,
         cases=_per_head_cases,
+        extra={"outputs": ["outputs", "weights"]},
         mistakes=(
             Mistake(
                 "scaled by sqrt(d_model)",

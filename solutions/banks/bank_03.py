@@ -209,6 +209,11 @@ def _concat_project_cases(rng):
         heads = rng.normal(size=(h, n, d_head))  # (h, n, d_head)
         w_o = rng.normal(size=(h * d_head, d_model)) / np.sqrt(h * d_head)  # (h * d_head, d_model)
         cases.append((heads, w_o))
+    # the question allows a list of h arrays as well as one (h, n, d_head) array: the public
+    # cases pass both, so an answer that only works on one of them cannot pass
+    h, n, d_head = 3, int(rng.integers(2, 5)), 2
+    heads = [rng.normal(size=(n, d_head)) for _ in range(h)]
+    cases.append((heads, rng.normal(size=(h * d_head, h * d_head + 1)) / np.sqrt(h * d_head)))
     return cases
 
 
@@ -291,10 +296,16 @@ register(
                 "the whole w_o does this bookkeeping for you.",
             ),
         ),
-        hint="Concatenate the heads along the feature (last) axis to get (n, h * d_head), then "
-        "multiply by w_o: (n, h * d_head) @ (h * d_head, d_model) -> (n, d_model). "
-        + PLUS_ADDS_ARRAYS,
+        hint="Concatenate all the heads (however many there are) along the feature (last) axis "
+        "to get (n, h * d_head), then multiply by w_o: (n, h * d_head) @ (h * d_head, d_model) "
+        "-> (n, d_model), so head i meets its own block of d_head rows of w_o. " + PLUS_ADDS_ARRAYS,
         forbidden=("mha_helpers.heads.merge_heads", "mha_helpers.heads.multi_head_attention"),
-        traits=lambda head_outputs, w_o: ["several heads"] if len(head_outputs) > 1 else [],
+        traits=lambda head_outputs, w_o: (
+            (["not two heads"] if len(head_outputs) != 2 else [])
+            + (
+                (["several heads"] if len(head_outputs) > 1 else [])
+                + (["list input"] if isinstance(head_outputs, list) else [])
+            )
+        ),
     )
 )

@@ -2,7 +2,7 @@
 
 Lesson: ``notebooks/04_cost.ipynb``. Five questions, 12 points, 10 of them graded automatically:
 
-* ``q04_params`` (3): parameters of an MHA/GQA layer, with or without biases;
+* ``q04_params`` (3): parameters of a multi-head attention layer, with or without biases;
 * ``q04_flops`` (3): forward FLOPs of a multi-head attention layer (multiply-add = 2 FLOPs);
 * ``q04_changes_with_h`` (2): which of four quantities change when h doubles;
 * ``q04_weight_entries`` (2): the attention weights one GPT-2 small layer stores at 1024 tokens;
@@ -18,80 +18,80 @@ ASSIGNMENT = "04_cost"
 __all__ = ["ASSIGNMENT"]
 
 # --- q04_params -------------------------------------------------------------------------------
+# Multi-head attention only: grouped-query attention (fewer key/value heads) is lesson 05's, so
+# exercise 04 does not use it (course issue 33).
 
 
-def _params_reference(d_model, num_heads, num_kv_heads, bias):
+def _params_reference(d_model, num_heads, bias):
     d_head = d_model // num_heads
-    weights = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
-    biases = num_heads * d_head + 2 * num_kv_heads * d_head + d_model
+    width = num_heads * d_head  # d_model when num_heads divides it, less otherwise
+    weights = 3 * d_model * width + width * d_model
+    biases = 3 * width + d_model
     return weights + (biases if bias else 0)
 
 
 def _params_cases(rng):
-    """MHA, GQA and MQA, with and without biases; the last two cases are drawn at random."""
+    """With and without biases, heads that divide d_model and heads that do not (then
+    h * d_head < d_model, which the question allows); the last two are drawn at random."""
     cases = [
-        (8, 2, 2, True),  # the lesson's layer: 288
-        (768, 12, 12, True),  # BERT-base / GPT-2 small
-        (4096, 32, 8, False),  # Llama 3 8B's shape, no biases
-        (4544, 71, 1, True),  # Falcon-7B's shape (MQA)
-        # one property at a time from the lesson's layer: no biases, then shared K/V heads
-        (8, 2, 2, False),
-        (8, 2, 1, False),
+        (8, 2, True),  # the lesson's layer: 288
+        (768, 12, True),  # BERT-base / GPT-2 small
+        (4096, 32, False),  # Llama 2 7B's attention shape, no biases
+        (8, 2, False),  # the first case without biases: only the biases change
+        # h does not divide d_model: h * d_head = 8 < d_model = 10, so W_Q and W_O are not
+        # d_model x d_model
+        (10, 4, True),
+        (10, 4, False),
+        (12, 5, True),
     ]
     for bias in (True, bool(rng.integers(0, 2))):
         h = int(rng.choice([4, 8, 16]))
-        g = int(rng.choice([1, 2, 4]))  # divides h
         d_head = int(rng.choice([4, 8, 16]))
-        cases.append((h * d_head, h, g, bias))
+        cases.append((h * d_head, h, bias))
     return cases
 
 
-def _params_no_biases(d_model, num_heads, num_kv_heads, bias):
-    return _params_reference(d_model, num_heads, num_kv_heads, False)
+def _params_no_biases(d_model, num_heads, bias):
+    return _params_reference(d_model, num_heads, False)
 
 
-def _params_no_w_o(d_model, num_heads, num_kv_heads, bias):
-    d_head = d_model // num_heads
-    return (
-        _params_reference(d_model, num_heads, num_kv_heads, bias)
-        - num_heads * d_head * d_model
-        - (d_model if bias else 0)
-    )
+def _params_no_w_o(d_model, num_heads, bias):
+    width = num_heads * (d_model // num_heads)
+    return 3 * d_model * width + (3 * width if bias else 0)
 
 
-def _params_no_sharing(d_model, num_heads, num_kv_heads, bias):
-    return _params_reference(d_model, num_heads, num_heads, bias)
-
-
-def _params_per_head_square(d_model, num_heads, num_kv_heads, bias):
+def _params_per_head_square(d_model, num_heads, bias):
     d_head = d_model // num_heads
     return 4 * num_heads * d_head**2 + (4 * num_heads * d_head if bias else 0)
 
 
-def _params_kv_as_one(d_model, num_heads, num_kv_heads, bias):
-    d_head = d_model // num_heads
-    weights = 2 * d_model * num_heads * d_head + d_model * num_kv_heads * d_head
-    biases = num_heads * d_head + num_kv_heads * d_head + d_model
-    return weights + (biases if bias else 0)
+def _params_kv_as_one(d_model, num_heads, bias):
+    width = num_heads * (d_model // num_heads)
+    return 2 * d_model * width + width * d_model + ((2 * width + d_model) if bias else 0)
 
 
-def _params_bias_always(d_model, num_heads, num_kv_heads, bias):
-    return _params_reference(d_model, num_heads, num_kv_heads, True)
+def _params_bias_always(d_model, num_heads, bias):
+    return _params_reference(d_model, num_heads, True)
 
 
-def _params_kv_width_g(d_model, num_heads, num_kv_heads, bias):
-    d_head = d_model // num_heads
-    weights = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads
-    biases = num_heads * d_head + 2 * num_kv_heads + d_model
-    return weights + (biases if bias else 0)
+def _params_four_d_biases(d_model, num_heads, bias):
+    return _params_reference(d_model, num_heads, False) + (4 * d_model if bias else 0)
 
 
-def _params_traits(d_model, num_heads, num_kv_heads, bias):
-    return (["bias"] if bias else []) + (["shared kv"] if num_kv_heads < num_heads else [])
+def _params_d_model_square(d_model, num_heads, bias):
+    return 4 * d_model**2 + (4 * d_model if bias else 0)
 
 
-def _params_four_d_biases(d_model, num_heads, num_kv_heads, bias):
-    return _params_reference(d_model, num_heads, num_kv_heads, False) + (4 * d_model if bias else 0)
+def _params_traits(d_model, num_heads, bias):
+    width = num_heads * (d_model // num_heads)
+    terms = [f"term:weight matrix:{d_model * width}"]
+    if bias:
+        terms += [f"term:projection bias:{width}", f"term:output bias:{d_model}"]
+    return (
+        (["bias"] if bias else [])
+        + (["h does not divide d_model"] if d_model % num_heads else [])
+        + terms
+    )
 
 
 register(
@@ -100,9 +100,9 @@ register(
         assignment=ASSIGNMENT,
         points=3,
         kind="function",
-        prompt="Implement count_params(d_model, num_heads, num_kv_heads, bias): the parameters of one "
-        "attention layer with num_heads query heads and num_kv_heads key/value heads of width "
-        "d_model // num_heads, with or without bias vectors.",
+        prompt="Implement count_params(d_model, num_heads, bias): the parameters of one "
+        "multi-head attention layer with num_heads heads of width d_model // num_heads, with or "
+        "without bias vectors.",
         reference=_params_reference,
         cases=_params_cases,
         mistakes=(
@@ -110,20 +110,14 @@ register(
                 "no biases",
                 _params_no_biases,
                 "You left out the bias vectors. When bias is True, each of the four projections "
-                "has one bias per output feature: h*d_head for Q, g*d_head for K and for V, and "
-                "d_model for W_O.",
+                "has one bias per output feature: h*d_head each for Q, K and V, and d_model for "
+                "W_O.",
             ),
             Mistake(
                 "no W_O",
                 _params_no_w_o,
                 "You counted Q, K and V but not the output projection W_O, (h*d_head, d_model), "
                 "and its bias.",
-            ),
-            Mistake(
-                "no sharing",
-                _params_no_sharing,
-                "You gave K and V one head per query head. With num_kv_heads KV heads, W_K and "
-                "W_V are (d_model, num_kv_heads * d_head).",
             ),
             Mistake(
                 "per-head square matrices",
@@ -135,14 +129,15 @@ register(
             Mistake(
                 "4 d biases",
                 _params_four_d_biases,
-                "Your weights are right, but the bias count 4*d_model only holds for standard "
-                "MHA. K's and V's biases have g*d_head entries each.",
+                "Your weights are right, but the bias count 4*d_model holds only when the heads "
+                "fill d_model. Q's, K's and V's biases have h*d_head entries each (one per output "
+                "feature), W_O's has d_model.",
             ),
             Mistake(
                 "K and V as one matrix",
                 _params_kv_as_one,
                 "You counted K and V as one matrix. They are two projections, W_K and W_V, each "
-                "(d_model, num_kv_heads * d_head) with its own bias: count both.",
+                "(d_model, h * d_head) with its own bias: count both.",
             ),
             Mistake(
                 "biases when bias is False",
@@ -151,14 +146,17 @@ register(
                 "argument is True.",
             ),
             Mistake(
-                "K/V width without d_head",
-                _params_kv_width_g,
-                "Your W_K and W_V are num_kv_heads wide. Each KV head is d_head wide, like a "
-                "query head: W_K and W_V are (d_model, num_kv_heads * d_head).",
+                "d_model x d_model everywhere",
+                _params_d_model_square,
+                "Right when num_heads divides d_model, wrong when it does not: you sized every "
+                "matrix d_model x d_model. With d_head = d_model // num_heads the heads together "
+                "are h * d_head wide, which is less than d_model here: W_Q, W_K and W_V are "
+                "(d_model, h * d_head), W_O is (h * d_head, d_model).",
             ),
         ),
-        hint="Weights: W_Q (d_model, h*d_head), W_K and W_V (d_model, g*d_head), W_O (h*d_head, "
-        "d_model); biases: one per output feature of each.",
+        hint="Weights: W_Q, W_K and W_V are (d_model, h*d_head) each, W_O is (h*d_head, "
+        "d_model); biases: one per output feature of each (h*d_head for Q, K, V; d_model for "
+        "W_O).",
         forbidden=("mha_helpers.cost.attention_params",),
         traits=_params_traits,
     )
@@ -211,6 +209,15 @@ def _flops_full_width_heads(n, d_model, num_heads):
     return 8 * n * d_model**2 + 4 * n**2 * d_model * num_heads
 
 
+def _flops_traits(n, d_model, num_heads):
+    """The additive terms of the count, so a verdict can say which one an answer is off by."""
+    return (["several heads"] if num_heads > 1 else []) + [
+        f"term:projection:{2 * n * d_model**2}",
+        f"term:attention product:{2 * n**2 * d_model}",
+        f"term:softmax-size:{num_heads * n**2}",
+    ]
+
+
 register(
     Question(
         grade_id="q04_flops",
@@ -222,6 +229,7 @@ register(
         "output projection; one multiply-add = 2 FLOPs; softmax not counted).",
         reference=_flops_reference,
         cases=_flops_cases,
+        traits=_flops_traits,
         mistakes=(
             Mistake(
                 "multiply-add as 1 FLOP",
@@ -257,9 +265,11 @@ register(
             Mistake(
                 "projections as multiply-adds",
                 _flops_projection_macs,
-                "Your projections are counted as multiply-adds (n * d_model^2 each): a product "
-                "(a x b)(b x c) costs 2abc FLOPs, so each of the four projections is "
-                "2 n d_model^2.",
+                "Your projection term is half the right one, 4 n d_model^2 instead of "
+                "8 n d_model^2 (your n^2 terms are right). Two slips give exactly this: counting "
+                "each projection as n d_model^2 multiply-adds instead of 2 n d_model^2 FLOPs, or "
+                "counting only two of the four projections (for example Q and W_O, without K and "
+                "V). There are four, Q, K, V and W_O, each 2 n d_model^2.",
             ),
             Mistake(
                 "full-width heads",
@@ -271,7 +281,6 @@ register(
         hint="Add up the matrix products: three projections, scores and weighted sum in every head "
         "(each head has width d_model / h), and W_O; each (a x b)(b x c) product is 2abc FLOPs.",
         forbidden=("mha_helpers.cost.attention_flops",),
-        traits=lambda n, d_model, num_heads: ["several heads"] if num_heads > 1 else [],
     )
 )
 

@@ -95,6 +95,16 @@ def _gqa_cases(rng):
         w_v = rng.normal(size=(d_model, g * d_head)) / np.sqrt(d_model)
         w_o = rng.normal(size=(d_model, d_model)) / np.sqrt(d_model)
         cases.append((x, w_q, w_k, w_v, w_o, h, g))
+    # W_O the identity: output columns i * d_head ... (i + 1) * d_head - 1 are query head i's
+    # own output, so the verdict can say which query heads are wrong (groups of 3, where
+    # i // num_kv_heads and i // group differ)
+    n, d_model, h, g = 4, 12, 6, 2
+    d_head = d_model // h
+    x = rng.normal(size=(n, d_model))
+    w_q = rng.normal(size=(d_model, d_model)) / np.sqrt(d_model)
+    w_k = rng.normal(size=(d_model, g * d_head)) / np.sqrt(d_model)
+    w_v = rng.normal(size=(d_model, g * d_head)) / np.sqrt(d_model)
+    cases.append((x, w_q, w_k, w_v, np.eye(d_model), h, g))
     return cases
 
 
@@ -123,10 +133,17 @@ def _gqa_slip(**kwargs):
 
 
 def _gqa_traits(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    w_o = np.asarray(w_o)
+    identity = w_o.shape[0] == w_o.shape[1] and np.array_equal(w_o, np.eye(len(w_o)))
     return (
         (["several heads"] if num_heads > 1 else [])
         + (["shared kv"] if num_kv_heads < num_heads else [])
         + (["groups"] if 1 < num_kv_heads < num_heads else [])
+        + (
+            [f"headblocks:{np.shape(x)[-1] // num_heads}:{num_heads // num_kv_heads}"]
+            if identity
+            else []
+        )
     )
 
 
@@ -185,9 +202,11 @@ register(
                 "the keys, so normalise over the last axis (axis=-1) of the (h, n, n) scores.",
             ),
         ),
-        hint="Project, split Q into num_heads heads and K, V into num_kv_heads heads, repeat each KV "
-        "head for its group (np.repeat, axis 0), attend per head with scale 1/sqrt(d_head), "
-        "merge the heads and multiply by w_o.",
+        hint="Project (q = x @ w_q, k = x @ w_k, v = x @ w_v), split Q into num_heads heads and "
+        "K, V into num_kv_heads heads (each: reshape to (n, heads, d_head), then transpose to "
+        "(heads, n, d_head)), repeat each KV head for its group (np.repeat, axis 0: query head "
+        "i reads KV head i // (num_heads // num_kv_heads)), attend per head with scale "
+        "1/sqrt(d_head), merge the heads and multiply by w_o.",
         forbidden=(
             "mha_helpers.heads.grouped_query_attention",
             "mha_helpers.heads.multi_head_attention",

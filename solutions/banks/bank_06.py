@@ -91,6 +91,7 @@ register(
         "sqrt(d_k))) v: return (d_q, d_k, d_v), the gradients of sum(out * d_out).",
         reference=_head_backward_reference,
         cases=_head_backward_cases,
+        extra={"outputs": ["d_q", "d_k", "d_v"]},
         mistakes=(
             Mistake(
                 "softmax without the row sum",
@@ -257,9 +258,11 @@ register(
 
 # --- q06_roles_seed7 -----------------------------------------------------------------------
 
-# Measured in solutions/06_what_heads_learn.ipynb (vote-table task, h = 2, 300 steps, seed 7) and
-# pinned by tests/test_bank_06.py::test_seed_7_roles_match_the_exercise_bank.
-ROLES_SEED_7 = ("first", "previous")
+# Measured in solutions/06_what_heads_learn.ipynb (vote-table task, h = 4, d_model = 32, 300
+# steps, seed 7: scores near 1 and 0 for every head, so the roles do not depend on the machine)
+# and pinned by tests/test_bank_06.py::test_seed_7_roles_match_the_exercise_bank. Four heads, so
+# the lesson's two-head tables do not give it away (one of 16 patterns).
+ROLES_SEED_7 = ("first", "previous", "first", "previous")
 
 register(
     Question(
@@ -267,31 +270,32 @@ register(
         assignment=ASSIGNMENT,
         points=2,
         kind="value",
-        prompt="For the h = 2 model trained with seed 7, give the role of head 0 and of head 1 as a "
-        "tuple of 'previous' / 'first'.",
+        prompt="For the four-head model trained with seed 7, give the role of heads 0, 1, 2 and 3 "
+        "as a tuple of 'previous' / 'first'.",
         expected=ROLES_SEED_7,
         mistakes=(
             Mistake(
-                "lesson's seed 0 pattern copied",
-                ("previous", "first"),
-                "That is the opposite assignment. Measure this model: which head has the larger "
-                "mean attention on t - 1? Roles differ from seed to seed.",
+                "every role swapped",
+                tuple("previous" if r == "first" else "first" for r in ROLES_SEED_7),
+                "Every head has the other role: you named each head by its smaller score, or read "
+                "the columns the wrong way round. Column 0 of measure_roles is the previous-token "
+                "score, column 1 the first-token score; the larger one names the head.",
             ),
             Mistake(
-                "both previous",
-                ("previous", "previous"),
-                "The two heads took different roles: compare the two columns of each head's row "
-                "and name each head by its larger score, then check which head has which.",
+                "all previous",
+                ("previous",) * 4,
+                "The heads took different roles: compare the two columns of each head's row, "
+                "measure every head and name each by its larger score.",
             ),
             Mistake(
-                "both first",
-                ("first", "first"),
-                "The two heads took different roles: compare the two columns of each head's row "
-                "and name each head by its larger score, then check which head has which.",
+                "all first",
+                ("first",) * 4,
+                "The heads took different roles: compare the two columns of each head's row, "
+                "measure every head and name each by its larger score.",
             ),
         ),
-        hint="Apply measure_roles to weights7 and name each head by its larger score: column 0 is "
-        "'previous', column 1 is 'first'.",
+        hint="Apply measure_roles to weights7 (one row per head, four rows) and name each head by "
+        "its larger score: column 0 is 'previous', column 1 is 'first'.",
     )
 )
 
@@ -404,7 +408,8 @@ register(
                 "(h * d_head features). Keep the shape and set the head's rows to 0.",
             ),
         ),
-        hint="d_head = w_o.shape[0] // num_heads; copy w_o, then set rows head * d_head up to "
+        hint="Head i owns one block of d_head rows of w_o (heads counted from 0): d_head = "
+        "w_o.shape[0] // num_heads; copy w_o, then set rows head * d_head up to, not including, "
         "(head + 1) * d_head to 0.",
         forbidden=("mha_helpers.training.prune_head",),
     )
@@ -427,8 +432,9 @@ register(
             Mistake(
                 "no change",
                 "a",
-                "Each head delivers one of the two votes and nothing else carries it: the first "
-                "token's vote cannot reach the readout without the head that attends to position 0.",
+                "Each head delivers one of the two votes and nothing else carries it: the other "
+                "head cannot take over its job, so the first token's vote cannot reach the "
+                "readout without the head that attends to position 0.",
             ),
             Mistake(
                 "chance",
@@ -439,8 +445,8 @@ register(
             Mistake(
                 "zero",
                 "d",
-                "Even a model that guessed at random would be right about 1 time in 16, and this "
-                "one still has one of its two votes.",
+                "Even a model that guessed at random (chance) would be right about 1 time in 16, "
+                "and this one still has the remaining head's vote.",
             ),
         ),
         hint="Think about what the readout still receives from the remaining head.",

@@ -35,6 +35,7 @@ register(
         "encoder output of n_k = 7 source tokens (context=). What is the shape of the weights "
         "that multi_head_attention(..., return_weights=True) returns?",
         expected=[2, 4, 5, 7],
+        extra={"answer_type": "int"},
         mistakes=(
             Mistake(
                 "swapped",
@@ -63,7 +64,8 @@ register(
             Mistake(
                 "heads before the batch",
                 [4, 2, 5, 7],
-                "The batch axis comes first, then the heads: (batch, h, n_q, n_k).",
+                "The order of the axes is wrong: the batch axis comes first, then the heads: "
+                "(batch, h, n_q, n_k).",
             ),
             Mistake(
                 "no batch axis",
@@ -96,7 +98,15 @@ def _padding_causal_cases(rng):
     lengths[0] = n  # one sequence without padding
     lengths[1] = int(rng.integers(1, n - 1))  # and one with at least two padding tokens
     # and one without any padding (only the causal part matters there)
-    return [(np.array([4, 2]), 4), (np.array([3, 1, 5]), 5), (lengths, n), (np.array([4, 4]), 4)]
+    # the last: every sequence shorter than the padded length n (the mask is (batch, n, n)
+    # whatever the longest sequence); lengths stay an integer array, as the question says
+    return [
+        (np.array([4, 2]), 4),
+        (np.array([3, 1, 5]), 5),
+        (lengths, n),
+        (np.array([4, 4]), 4),
+        (np.array([3, 1, 2]), 5),
+    ]
 
 
 def _pcm_parts(lengths, n):
@@ -219,7 +229,7 @@ def _key_padding_cases(rng):
     and a random decoder's mask."""
     cross_valid = np.arange(5) < np.array([5, 3, 1])[:, None]  # (batch, n_k) source lengths
     cross = np.broadcast_to(cross_valid[:, None, :], (3, 3, 5)).copy()  # (batch, n_q=3, n_k=5)
-    _, _, (lengths, n), _ = _padding_causal_cases(rng)
+    _, _, (lengths, n), *_ = _padding_causal_cases(rng)
     return [
         (_padding_causal_reference(np.array([4, 2]), 4),),
         (cross,),
@@ -246,7 +256,9 @@ def _kpm_batch_axis(mask):
 def _kpm_traits(mask):
     m = np.asarray(mask)
     causal = bool(np.any(~m & m.any(axis=-2, keepdims=True)))  # a real key hidden from some query
-    return (["rectangular"] if m.shape[-1] != m.shape[-2] else []) + (["mask"] if causal else [])
+    return (["rectangular"] if m.shape[-1] != m.shape[-2] else []) + (
+        ["causal part"] if causal else []
+    )
 
 
 def _kpm_whole_mask(mask):

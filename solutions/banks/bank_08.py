@@ -95,6 +95,23 @@ def _update_cases(rng):
     return cases
 
 
+def _bits(flags) -> str:
+    return "".join("1" if f else "0" for f in flags)
+
+
+def _update_traits(m, ell, acc, scores, v_block):
+    """Row properties (one row per query): where the block's maximum is above the running one,
+    where a key is masked, where the state is still empty."""
+    m, scores = np.asarray(m, dtype=float), np.asarray(scores, dtype=float)
+    first = np.isneginf(m)
+    rose = (scores.max(axis=-1) > m) & ~first
+    return [
+        f"rows:the maximum rose:{_bits(rose)}",
+        f"rows:a masked key:{_bits(np.isneginf(scores).any(axis=-1))}",
+        f"rows:the first block:{_bits(first)}",
+    ]
+
+
 def _slip(name):
     def answer(m, ell, acc, scores, v_block):
         return _update(m, ell, acc, scores, v_block, slip=name)
@@ -113,6 +130,8 @@ register(
         "unnormalised output acc (n_q, d_v); return (m_new, ell_new, acc_new).",
         reference=_update_reference,
         cases=_update_cases,
+        traits=_update_traits,
+        extra={"outputs": ["m_new", "ell_new", "acc_new"]},
         mistakes=(
             Mistake(
                 "acc not rescaled",
@@ -204,6 +223,17 @@ def _tiled_cases(rng):
         cases.append((q, k, v, block))
     q = 20 * rng.normal(size=(2, 4))  # scores of several hundred
     cases.append((q, 20 * rng.normal(size=(9, 4)), rng.normal(size=(9, 2)), 4))
+    # every score below -1000: exp of a score underflows to 0 unless the running maximum
+    # starts at -inf and follows the scores down (a maximum started at 0 gives 0 / 0)
+    q = 30 + 10 * np.abs(rng.normal(size=(2, 4)))
+    cases.append((q, -(30 + 10 * np.abs(rng.normal(size=(6, 4)))), rng.normal(size=(6, 2)), 3))
+    # many keys, one block as wide as all the queries: the whole (n_q, n_k) score matrix is
+    # 25 times one block's scores, so building it (or blocking the queries instead of the
+    # keys) shows in the memory the call holds (the question's "never forming" is checked)
+    n_q, n_k = 32, 800
+    cases.append(
+        (rng.normal(size=(n_q, 2)), rng.normal(size=(n_k, 2)), rng.normal(size=(n_k, 2)), n_q)
+    )
     return cases
 
 
@@ -226,7 +256,13 @@ register(
         "block_size.",
         reference=_tiled_reference,
         cases=_tiled_cases,
-        traits=lambda q, k, v, block_size: ["partial block"] if len(k) % block_size else [],
+        traits=lambda q, k, v, block_size: (
+            (["partial block"] if len(k) % block_size else [])
+            + (["several blocks"] if len(k) > block_size else [])
+            + (["d_k != d_v"] if np.shape(q)[-1] != np.shape(v)[-1] else [])
+        ),
+        # "never forming the whole (n_q, n_k) score matrix": no call may hold half of it
+        extra={"limits": {"peak": {"dims": [[0, 0], [1, 0]], "fraction": 0.5, "min_bytes": 65536}}},
         mistakes=(
             Mistake(
                 "last block dropped",
@@ -289,6 +325,7 @@ register(
         "a decoupled RoPE key of d_h^R = 64. How many bytes does its MLA cache hold per token "
         "(all layers), in fp16?",
         expected=(512 + 64) * 60 * 2,
+        extra={"answer_type": "int"},
         mistakes=(
             Mistake(
                 "latent only",
@@ -345,7 +382,9 @@ register(
         prompt="Llama 2 7B generates one token for ONE sequence that already has 4096 tokens in "
         "its KV cache. Each step reads 13,214,687,232 bytes of weights and the whole cache "
         "(32 layers, 32 KV heads of width 128, fp16). With 3.35e12 bytes per second of memory "
-        "bandwidth, what is the lower bound on the time per generated token, in milliseconds?",
+        "bandwidth, what is the lower bound on the time per generated token, in milliseconds, to 3 "
+        "significant figures (more digits are fine)?",
+        extra={"sig_figs": 3},
         expected=(_WEIGHTS + _CACHE) / _BANDWIDTH * 1e3,
         mistakes=(
             Mistake(

@@ -1998,29 +1998,12 @@ T = "count_params"
 WRONG += [
     _w(
         "q04_params",
-        "ignores num_kv_heads (4 d^2 + 4 d)",
-        T,
-        """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
-            total = 4 * d_model * d_model
-            if bias:
-                total += 4 * d_model
-            return total
-        """,
-        r"num_kv_heads",
-        r"(key|value|kv|k/v)[ /-]*(value )?heads",
-        r"grouped",
-        r"fewer columns",
-        r"kv",
-    ),
-    _w(
-        "q04_params",
         "never counts the biases",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            return (d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
+            return (d_model * num_heads * d_head + 2 * d_model * num_heads * d_head
                     + num_heads * d_head * d_model)
         """,
         r"bias",
@@ -2030,16 +2013,16 @@ WRONG += [
         "biases counted as 4 d_model",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            total = (d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
+            total = (d_model * num_heads * d_head + 2 * d_model * num_heads * d_head
                      + num_heads * d_head * d_model)
             if bias:
                 total += 4 * d_model
             return total
         """,
-        r"bias\w*.{0,60}(k|v|kv|key|value|num_kv_heads|output feature)",
-        r"(fewer|num_kv_heads).{0,40}bias",
+        r"bias\w*.{0,60}(k|v|kv|key|value|num_heads|output feature)",
+        r"(fewer|num_heads).{0,40}bias",
         r"one bias per output",
     ),
     _w(
@@ -2047,11 +2030,11 @@ WRONG += [
         "counts biases even when bias is False",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            weights = (d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
+            weights = (d_model * num_heads * d_head + 2 * d_model * num_heads * d_head
                        + num_heads * d_head * d_model)
-            biases = num_heads * d_head + 2 * num_kv_heads * d_head + d_model
+            biases = num_heads * d_head + 2 * num_heads * d_head + d_model
             return weights + biases
         """,
         r"bias",
@@ -2061,11 +2044,11 @@ WRONG += [
         "forgets w_o",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            total = d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
+            total = d_model * num_heads * d_head + 2 * d_model * num_heads * d_head
             if bias:
-                total += num_heads * d_head + 2 * num_kv_heads * d_head
+                total += num_heads * d_head + 2 * num_heads * d_head
             return total
         """,
         *WRONG_OUTPUT_PROJ,
@@ -2076,11 +2059,11 @@ WRONG += [
         "forgets w_v",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            total = d_model * num_heads * d_head + d_model * num_kv_heads * d_head + num_heads * d_head * d_model
+            total = d_model * num_heads * d_head + d_model * num_heads * d_head + num_heads * d_head * d_model
             if bias:
-                total += num_heads * d_head + num_kv_heads * d_head + d_model
+                total += num_heads * d_head + num_heads * d_head + d_model
             return total
         """,
         r"w_v",
@@ -2093,11 +2076,11 @@ WRONG += [
         "w_q and w_o as d_model x d_model when h does not divide d_model",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            total = 2 * d_model * d_model + 2 * d_model * num_kv_heads * d_head
+            total = 2 * d_model * d_model + 2 * d_model * num_heads * d_head
             if bias:
-                total += 2 * d_model + 2 * num_kv_heads * d_head
+                total += 2 * d_model + 2 * num_heads * d_head
             return total
         """,
         r"d_head",
@@ -2111,29 +2094,29 @@ WRONG += [
         "d_head with / (a float)",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model / num_heads
-            total = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
+            total = 2 * d_model * num_heads * d_head + 2 * d_model * num_heads * d_head
             if bias:
-                total += num_heads * d_head + 2 * num_kv_heads * d_head + d_model
+                total += num_heads * d_head + 2 * num_heads * d_head + d_model
             return total
         """,
         *FLOAT_COUNT,
     ),
     _w(
         "q04_params",
-        "K and V sized num_kv_heads x d_model (no d_head)",
+        "K and V sized num_heads x d_model (no d_head)",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            total = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads
+            total = 2 * d_model * num_heads * d_head + 2 * d_model * num_heads
             if bias:
-                total += num_heads * d_head + 2 * num_kv_heads + d_model
+                total += num_heads * d_head + 2 * num_heads + d_model
             return total
         """,
         r"d_head",
-        r"num_kv_heads ?\* ?d_head",
+        r"h ?\* ?d_head",
         r"width of (a|each|one) head",
     ),
     _w(
@@ -2143,8 +2126,8 @@ WRONG += [
         """
         from mha_helpers import attention_params
 
-        def count_params(d_model, num_heads, num_kv_heads, bias):
-            return attention_params(d_model, num_heads, num_kv_heads=num_kv_heads, bias=bias)
+        def count_params(d_model, num_heads, bias):
+            return attention_params(d_model, num_heads, bias=bias)
         """,
         r"attention_params",
         *FORBIDDEN,
@@ -2156,10 +2139,10 @@ RIGHT += [
         "adds the shapes' entries with np.prod",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
-            shapes = [(d_model, num_heads * d_head), (d_model, num_kv_heads * d_head),
-                      (d_model, num_kv_heads * d_head), (num_heads * d_head, d_model)]
+            shapes = [(d_model, num_heads * d_head), (d_model, num_heads * d_head),
+                      (d_model, num_heads * d_head), (num_heads * d_head, d_model)]
             total = sum(int(np.prod(s)) for s in shapes)
             if bias:
                 total += sum(s[1] for s in shapes)
@@ -2171,10 +2154,10 @@ RIGHT += [
         "factored per input feature, bias as a 0/1 factor",
         T,
         """
-        def count_params(d_model, num_heads, num_kv_heads, bias):
+        def count_params(d_model, num_heads, bias):
             d_head = d_model // num_heads
             q_width = num_heads * d_head
-            kv_width = num_kv_heads * d_head
+            kv_width = num_heads * d_head
             rows = d_model + int(bool(bias))
             return rows * (q_width + 2 * kv_width) + q_width * d_model + int(bool(bias)) * d_model
         """,

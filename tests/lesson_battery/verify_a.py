@@ -95,9 +95,9 @@ def ref_concat_project(head_outputs, w_o):
     return np.concatenate([np.asarray(o) for o in head_outputs], axis=1) @ w_o
 
 
-def ref_params(d_model, num_heads, num_kv_heads, bias):
+def ref_params(d_model, num_heads, bias):  # exercise 04 Q1 is multi-head attention only
     d_head = d_model // num_heads
-    q_cols, kv_cols = num_heads * d_head, num_kv_heads * d_head
+    q_cols, kv_cols = num_heads * d_head, num_heads * d_head
     weights = d_model * q_cols + 2 * d_model * kv_cols + q_cols * d_model
     biases = q_cols + 2 * kv_cols + d_model
     return weights + (biases if bias else 0)
@@ -313,13 +313,14 @@ CASES = {
         ([_n(3, 2), _n(3, 2), _n(3, 2)], _n(6, 4)),
     ),
     "q04_params": _args(
-        (512, 8, 8, True),
-        (512, 8, 2, False),
-        (4096, 32, 8, False),
-        (10, 4, 2, True),
-        (768, 12, 12, True),
-        (96, 6, 3, True),
-        (64, 8, 1, False),
+        (512, 8, True),
+        (512, 8, False),
+        (4096, 32, False),
+        (10, 4, True),
+        (768, 12, True),
+        (96, 6, True),
+        (64, 8, False),
+        (10, 4, False),
     ),
     "q04_flops": _args((3, 8, 2), (1024, 768, 12), (10, 6, 3), (7, 16, 16), (5, 8, 1)),
     "q05_gqa": _args(

@@ -123,5 +123,7 @@ def job_questions(t: Template, seed: int) -> dict:
         if q.kind == "function":
             _, cases, _, _ = expected_cases(q, seed)
             spec.update(cases=[codec.encode(tuple(c)) for c in cases], forbidden=list(q.forbidden))
+            if (q.extra or {}).get("limits"):
+                spec["limits"] = q.extra["limits"]
         specs[q.grade_id] = spec
     return specs

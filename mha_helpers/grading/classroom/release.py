@@ -281,6 +281,8 @@ def _value_public_agrees(old: dict, new: dict, q, rtol: float, atol: float) -> b
     for stored, fresh, value in pairs:
         if stored == fresh:
             continue
+        if info_new.get("sig_figs"):  # hashed at the stated precision: stable, compared exactly
+            return False
         if not isinstance(stored, list) or fresh is None or len(stored) != len(fresh):
             return False
         near = value_hashes_near(q.grade_id, value, rtol, atol)
@@ -295,7 +297,7 @@ def selfcheck_data(released, questions) -> dict:
     expected outputs on them and each classic mistake's outputs. Value questions: salted
     hashes of the expected value and of each mistake (never the value). No reference code."""
     from ..rules.cases import case_traits, expected_outputs, public_cases
-    from ..rules.judge import question_meta, value_hashes, value_info
+    from ..rules.judge import question_meta, value_data
     from ..sandbox.program import template_from_notebook
 
     out = []
@@ -311,10 +313,8 @@ def selfcheck_data(released, questions) -> dict:
                 "traits": case_traits(q, cases),
             }
         elif q.kind == "value":
-            entry["public"] = {
-                "info": value_info(q.grade_id, q.expected),
-                "mistakes": [value_hashes(q.grade_id, m.answer) for m in q.mistakes],
-            }
+            info, mistake_hashes = value_data(q)
+            entry["public"] = {"info": info, "mistakes": mistake_hashes}
         out.append(entry)
     return {
         "format": 1,

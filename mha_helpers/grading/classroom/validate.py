@@ -112,6 +112,8 @@ def _job(data: dict, program, timeout: float) -> dict:
         spec = {"grade_id": q["grade_id"], "kind": q["kind"], "expr": exprs[q["grade_id"]]}
         if q["kind"] == "function":
             spec.update(cases=q["public"]["cases"], forbidden=q["forbidden"])
+            if q.get("limits"):
+                spec["limits"] = q["limits"]
         specs.append(spec)
     return {
         "cells": [{"source": c["source"]} for c in program.cells],

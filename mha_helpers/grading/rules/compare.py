@@ -37,7 +37,8 @@ def _describe(x) -> str:
         return f"an array of shape {x.shape}"
     if isinstance(x, str):
         return "text"
-    return f"a {type(x).__name__}"
+    name = type(x).__name__
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
 def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=False):
@@ -117,6 +118,17 @@ def _number_difference(expected, actual, rtol, atol, path: str, equal_nan: bool)
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
         return _shape_difference(a, e, rtol, atol, path, equal_nan)
+    if _is_count(expected):  # a count is exact: 12,582,913 is not 12,582,912
+        if _exactly(expected, actual, a, e):
+            return None
+        finite = np.isfinite(a)
+        err = float(np.max(np.abs(a - e)[finite])) if finite.any() else float("nan")
+        return Difference(
+            f"{path} has the right shape {a.shape} but wrong values (off by {err:.6g}; "
+            "counts are compared exactly)",
+            "values",
+            f"{path} has the right shape but wrong values",
+        )
     if not np.all(np.isfinite(a)) and not np.array_equal(np.isfinite(a), np.isfinite(e)):
         return Difference(f"{path} contains NaN or infinity", "nonfinite")
     if not _close(a, e, rtol, atol, equal_nan):
@@ -128,6 +140,23 @@ def _number_difference(expected, actual, rtol, atol, path: str, equal_nan: bool)
             f"{path} has the right shape but wrong values",
         )
     return None
+
+
+def _is_count(expected) -> bool:
+    """An integer (or an integer array), not a truth value: compared exactly."""
+    if isinstance(expected, (bool, np.bool_)):
+        return False
+    if isinstance(expected, (int, np.integer)):
+        return True
+    return isinstance(expected, np.ndarray) and expected.dtype.kind in "iu"
+
+
+def _exactly(expected, actual, a, e) -> bool:
+    """Equal exactly (whole-number floats equal to the count included: their *type* is judged
+    separately). Python ints are compared as ints, so no size is rounded."""
+    if isinstance(expected, (int, np.integer)) and isinstance(actual, (int, np.integer)):
+        return int(expected) == int(actual)
+    return bool(np.all(np.isfinite(a))) and bool(np.array_equal(a, e))
 
 
 def _shape_difference(a, e, rtol, atol, path: str, equal_nan: bool):

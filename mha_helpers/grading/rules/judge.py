@@ -42,6 +42,7 @@ __all__ = [
     "question_meta",
     "function_verdict",
     "value_verdict",
+    "value_data",
     "value_hashes",
     "value_hashes_near",
     "value_info",
@@ -67,6 +68,11 @@ def question_meta(q) -> dict:
         "forbidden": list(q.forbidden),
         "mistakes": [{"name": m.name, "hint": m.hint} for m in q.mistakes],
         "answer_type": answer_type(q),
+        # a constraint the question states on the memory one call may hold (watched during
+        # the call: see sandbox.inside.watch.run_cases)
+        "limits": (getattr(q, "extra", None) or {}).get("limits"),
+        # the names of a tuple result's items (``extra={"outputs": [...]}``), for feedback
+        "outputs": list((getattr(q, "extra", None) or {}).get("outputs") or []),
     }
 
 
@@ -133,11 +139,19 @@ def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str 
             return None
         if isinstance(got, (float, np.floating)):
             shown = f" {float(got)!r}" if public else ""
-            return f"your answer is the float{shown}, not an int. {INT_COUNT_WHY}"
+            return (
+                f"your answer is the float{shown}, not an int: write a count as a whole number. "
+                f"{INT_COUNT_WHY}"
+            )
         if isinstance(got, np.ndarray) and got.ndim == 0 and got.dtype.kind in "iu":
             return None
         if isinstance(got, np.ndarray) and got.ndim == 0:
             return f"your answer is a 0-d array of dtype {got.dtype}, not an int. {INT_COUNT_WHY}"
+        if isinstance(got, (list, tuple)) and any(isinstance(v, (float, np.floating)) for v in got):
+            return (
+                "your answer holds floats, not whole numbers (ints): write each size as a whole "
+                f"number. {INT_COUNT_WHY}"
+            )
     return None
 
 
@@ -146,83 +160,133 @@ def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str 
 # (text the exception's type and message contain, hint). The first that matches gives the hint.
 KNOWN_ERRORS = (
     (
+        ("arraytoolarge",),
+        "The question forbids building the whole n_q x n_k score matrix, and your function "
+        "held that much memory at once during the call. Compute the scores of one block of "
+        "keys at a time, q @ k[start:stop].T, fold them into the running m, ell and acc with "
+        "the online update, and let each block's scores go before the next.",
+        "full score matrix",
+    ),
+    (
         ("truth value of an array", "ambiguous"),
         "`if mask:` (or `mask and ...`, `mask or ...`) asks NumPy for one True/False for a "
         "whole array, which it refuses. To test whether a mask was given, write "
         "`if mask is not None:`; to combine masks elementwise, use & and |.",
+        "if mask",
     ),
     (
         ("cannot be interpreted as an integer",),
         "A size is a float: d_model / num_heads gives a float in Python 3 even when it divides "
         "evenly (8 / 2 is 4.0), and reshape, range and np.zeros refuse floats. Use // : "
         "d_head = d_model // num_heads.",
+        "float size",
     ),
     (
         ("indices must be integers", "only integers, slices"),
         "An index or slice bound is a float: d_model / num_heads gives a float even when it "
         "divides evenly. Use // (d_head = d_model // num_heads) for sizes and positions.",
+        "float index",
     ),
     (
         ("cannot reshape array of size",),
-        "A reshape asks for a shape whose sizes do not multiply to the array's size. Take the "
-        "sizes from this input (n, d_model = x.shape; d_head = d_model // num_heads), not from "
-        "the lesson's example, and check which axes you are cutting.",
+        "A reshape asks for a shape whose sizes do not multiply to the array's size. Print the "
+        "shape you reshape and the shape you ask for; take the sizes from this input "
+        "(n, d_model = x.shape; d_head = d_model // num_heads).",
+        None,
     ),
     (
         ("array split does not result in an equal division",),
-        "np.split cuts axis 0 (the tokens) unless told otherwise. Heads split the features: "
-        "np.split(x, num_heads, axis=-1), or reshape to (n, h, d_head) and transpose.",
+        "np.split(x, k, axis) needs that axis's length to be a multiple of k. Check which axis "
+        "you split (without axis=, np.split cuts axis 0, the tokens; heads split the features, "
+        "axis=-1) and into how many pieces.",
+        None,
     ),
     (
         ("matmul", "mismatch in its core dimension"),
-        "A matrix product's inner sizes do not match: (a x b) @ (b x c). Print the shapes of "
-        "both operands; one of them probably needs a transpose (.T, or .swapaxes(-1, -2) with "
-        "a head or batch axis in front), or the operands are in the wrong order.",
+        "A matrix product's inner sizes do not match: (a x b) @ (b x c) needs the same b on "
+        "both sides. Print the shapes of both operands just before that line and compare them "
+        "with the shapes the question gives.",
+        None,
     ),
     (
         ("shapes", "not aligned"),
-        "A matrix product's inner sizes do not match: (a x b) @ (b x c). Print the shapes of "
-        "both operands; one of them probably needs a transpose, or they are in the wrong order.",
+        "A matrix product's inner sizes do not match: (a x b) @ (b x c) needs the same b on "
+        "both sides. Print the shapes of both operands just before that line.",
+        None,
     ),
     (
         ("too many indices",),
-        "You indexed more axes than the array has: perhaps your code expects a batch or head "
-        "axis that this input does not have. Index from the end (x.shape[-1]) where you can.",
+        "You indexed more axes than the array has. Print the array's shape just before that "
+        "line: it has fewer axes than your code expects.",
+        None,
     ),
     (
         ("tuple index out of range",),
-        "You asked for an axis the array does not have (x.shape[i] with i too large): perhaps "
-        "your code expects a batch or head axis this input does not have.",
+        "You asked for an axis the array does not have (x.shape[i] with i too large). Print "
+        "the shape just before that line.",
+        None,
     ),
     (
         ("is not defined",),
         "Your function uses a name that is defined nowhere it can see: a variable from "
         "another cell (or the lesson) that this notebook did not define, or a typo. Compute "
         "it inside the function from the arguments.",
+        "undefined name",
     ),
     (
         ("missing 1 required positional argument",),
         "The check calls your function without one of its arguments (an optional one, such as "
         "mask): give that parameter its default in the def line, for example `mask=None`.",
+        "missing default",
     ),
     (
         ("cannot cast array data from dtype('float64') to dtype('int64')",),
         "A count is a float: num_heads / num_kv_heads gives a float even when it divides "
         "evenly, and np.repeat and np.tile need whole numbers. Use //.",
+        "float count",
     ),
     (
         ("is out of bounds for axis",),
-        "An index runs past the end of an axis: check the range of positions you index "
-        "(a query t has keys 0 .. t) and which axis is which.",
+        "An index runs past the end of an axis. Print the shape of the array you index and the "
+        "largest index you use on that line, for the case named above: take every size from "
+        "this input (for example n = weights.shape[-1]), never from the lesson's example.",
+        None,
+    ),
+    (
+        ("'list' object has no attribute",),
+        "A value on that line is a Python list, not a NumPy array: a list has no array methods "
+        "such as .shape, .T, .transpose or .reshape. Convert it first with np.asarray(...) (or "
+        "np.stack for a list of arrays); where the question allows a list as input, an "
+        "argument may be one.",
+        "list, not an array",
     ),
     (
         ("has no attribute 'shape'",),
-        "An argument is a list, not an array: convert it first with np.asarray(...).",
+        "A value on that line has no .shape: it is not a NumPy array (a list, a tuple or a "
+        "number). Convert it first with np.asarray(...).",
+        "not an array",
+    ),
+    (
+        ("boolean index did not match",),
+        "A boolean mask was used to index an array of another shape (the sizes in the message "
+        "differ on one axis). A mask and the scores are both (n_q, n_k): rows are queries, "
+        "columns are keys. Print both shapes: if the mask's is the scores' reversed, it is "
+        "transposed.",
+        None,
+    ),
+    (
+        ("zero-size array to reduction operation",),
+        "A reduction (max, sum, ...) got an empty array: some slice or block had no entries. "
+        "Print the sizes of the pieces you cut; blocks must be slices of block_size keys each, "
+        "k[start:start + block_size] for start in range(0, n_k, block_size), the last one "
+        "shorter, never empty.",
+        None,
     ),
     (
         ("division by zero",),
-        "A size became 0 (for example d_model // num_heads when the two are swapped), or you "
-        "divided by a count that can be 0.",
+        "Something divides by zero: print the sizes and counts you divide by on that line, "
+        "for the case named above.",
+        None,
     ),
 )
 
@@ -251,14 +315,39 @@ def error_hint(kind: str, text: str, public: bool = True) -> str:
                         "both (n_q, n_k): rows are queries, columns are keys."
                     )
         return (
-            "Two arrays' shapes do not line up for an elementwise operation. Print both shapes: "
-            "a reduction without keepdims=True, a missing axis (x[:, None]) or a transposed "
-            "array are the usual causes."
+            "Two arrays' shapes do not line up for an elementwise operation (broadcasting "
+            "matches axes from the right, each pair equal or 1). Print both shapes just before "
+            "that line."
         )
-    for needles, hint in KNOWN_ERRORS:
+    for needles, hint, _ in KNOWN_ERRORS:
         if all(n in low for n in needles):
             return hint
     return ""
+
+
+def error_cause(kind: str, text: str) -> str | None:
+    """The cause :func:`error_hint`'s hint names for this error, or ``None`` when the hint only
+    says where to look (the error alone does not tell the cause)."""
+    low = f"{kind}: {text}".lower()
+    if "could not be broadcast" in low:
+        return (
+            "transposed operand" if "one of them is transposed" in error_hint(kind, text) else None
+        )
+    for needles, _, cause in KNOWN_ERRORS:
+        if all(n in low for n in needles):
+            return cause
+    return None
+
+
+def _error_and_recipe(kind: str, text: str, public: bool, recipe: str) -> str:
+    """The hint for a raise: a known error's own hint; when that hint only says where to look
+    (it names no cause), the question's recipe after it."""
+    hint = error_hint(kind, text, public)
+    if not hint:
+        return recipe
+    if error_cause(kind, text) is None and recipe:
+        return f"{hint} The recipe: {recipe}"
+    return hint
 
 
 def _location_text(where) -> str:
@@ -287,7 +376,10 @@ TRAITS = {
     "mask": (
         "without a mask",
         "with a mask",
-        "look at how the mask is applied: -inf where it is False, before the softmax",
+        "look at how the mask is applied: it is boolean (True = may attend) and chooses, "
+        "np.where(mask, scores, -inf): -inf where it is False, before the softmax. Used as "
+        "numbers (added to the scores, or multiplied with them) it blocks nothing, and with "
+        "the opposite polarity (True = blocked) it blocks the wrong keys",
     ),
     "rectangular": (
         "when there are as many keys as queries",
@@ -297,7 +389,8 @@ TRAITS = {
     "batch": (
         "for a single sequence",
         "with several sequences in the batch",
-        "each sequence must be handled on its own: keep the batch axis in front",
+        "each sequence must be handled on its own, and no token may attend to the tokens of "
+        "other sequences: keep the batch axis in front",
     ),
     "n != d_k": (
         "when the number of tokens equals the width d_k",
@@ -332,12 +425,219 @@ TRAITS = {
         "look at the last, shorter block of keys: loop over range(0, n_k, block_size) and "
         "slice up to min(start + block_size, n_k)",
     ),
+    "h does not divide d_model": (
+        "when the number of heads divides d_model",
+        "when it does not (d_model // num_heads * num_heads < d_model)",
+        "then h * d_head is less than d_model: size every matrix from h * d_head (W_Q is "
+        "(d_model, h * d_head), W_O is (h * d_head, d_model)), not from d_model alone",
+    ),
+    "several blocks": (
+        "when all keys fit in one block",
+        "with several blocks of keys",
+        "the arithmetic of one block is right; look at how the keys are cut into blocks: every "
+        "key must be in exactly one block, none skipped and none in two (blocks that stop one "
+        "key short or overlap by one break this), the last, shorter block included: loop over "
+        "range(0, n_k, block_size) and take k[start:start + block_size]",
+    ),
+    "causal part": (
+        "when the mask only blocks padding keys",
+        "when it also hides real keys from some queries (a causal part)",
+        "a key is padding only when NO query may attend to it; a causal mask hides later keys "
+        "from early queries, but those keys are real. Look down each whole column (any over "
+        "the query axis, -2), not along one row or the diagonal",
+    ),
+    "not two heads": (
+        "with 2 heads",
+        "with another number of heads",
+        "take the number of heads from the input (len(head_outputs), x.shape[0] or "
+        "num_heads), never a fixed 2: nothing may be hard-coded to the example's two heads",
+    ),
+    "list input": (
+        "when the heads come as one array",
+        "when the heads come as a Python list of arrays",
+        "the question allows both: turn the input into one array first (np.asarray or "
+        "np.stack), or use only what works on both (np.concatenate)",
+    ),
     "padding": (
         "when no sequence is padded",
         "when some sequences are padded",
         "look at how the padding keys are blocked",
     ),
 }
+
+
+# Properties of the *rows* of a case (a bank tags them as "rows:<name>:<0/1 per row>" among the
+# case's traits): the verdict says when an answer is wrong exactly in the rows that have one.
+ROW_TRAITS = {
+    "the maximum rose": (
+        "in those rows the block's maximum is above the running one, so the old sums ell and "
+        "acc were taken against a maximum that is no longer the running one: rescale both, "
+        "exactly once, by exp(m - m_new) (with the old m minus the new m_new, which is at most "
+        "1), before adding the block's terms; in the other rows that factor is 1"
+    ),
+    "a masked key": (
+        "those rows hold a masked key, whose score is -inf: exp(-inf - m_new) is 0, so it adds "
+        "nothing to ell or acc. Keep -inf as it is (replacing it by 0 gives exp(0 - m_new), "
+        "not 0)"
+    ),
+    "the first block": (
+        "those rows start from the empty state, m = -inf and ell = acc = 0: exp(m - m_new) "
+        "is then 0, so m_new is the block's maximum and the sums are the block's own"
+    ),
+}
+
+
+def _row_flags(traits_i) -> dict:
+    out = {}
+    for t in traits_i or ():
+        if isinstance(t, str) and t.startswith("rows:"):
+            _, name, bits = t.split(":", 2)
+            out[name] = [b == "1" for b in bits]
+    return out
+
+
+def _rows_differing(want, got, rtol, atol):
+    """Per row (axis 0 of every item of a tuple), whether the answer differs; ``None`` when the
+    answer has another structure."""
+    items_w = want if isinstance(want, tuple) else (want,)
+    items_g = got if isinstance(got, (tuple, list)) else (got,)
+    if len(items_w) != len(items_g):
+        return None
+    rows = None
+    for w, g in zip(items_w, items_g):
+        try:
+            w, g = np.asarray(w, dtype=float), np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            return None
+        if w.ndim == 0 or w.shape != g.shape:
+            return None
+        same = np.isclose(g, w, rtol=rtol, atol=atol) | (np.isinf(w) & (g == w))
+        bad = ~same.reshape(len(w), -1).all(axis=1)
+        if rows is not None and len(rows) != len(bad):
+            return None
+        rows = bad if rows is None else rows | bad
+    return rows
+
+
+def row_diagnosis(traits: list, results: list, expected: list, rtol: float, atol: float) -> str:
+    """The row property that separates the rows an answer gets wrong from those it gets right,
+    over every case it returned a value on (``""`` when none does)."""
+    if not traits:
+        return ""
+    for name, advice in ROW_TRAITS.items():
+        seen_wrong, ok = False, True
+        for i, want in enumerate(expected):
+            if i >= len(results) or i >= len(traits):
+                break
+            res = results[i]
+            if res is None or res.raised:
+                break
+            flags = _row_flags(traits[i]).get(name)
+            rows = _rows_differing(want, res.value, rtol, atol)
+            if flags is None or rows is None or len(flags) != len(rows):
+                ok = False
+                break
+            if [bool(r) for r in rows] != flags:
+                ok = False
+                break
+            seen_wrong = seen_wrong or bool(np.any(rows))
+        if ok and seen_wrong:
+            return f"wrong exactly in the rows where {name}, right in every other row: {advice}."
+    return ""
+
+
+# Additive terms of a count (a bank tags each case with "term:<name>:<value>"): when an answer
+# is off by the same whole multiple of one term on every case, the verdict says which term.
+TERMS = {
+    "projection": (
+        "one projection's 2 n d_model^2 FLOPs",
+        "count the four projections, Q, K, V and W_O, each a (n, d_model) @ (d_model, d_model) "
+        "product of 2 n d_model^2 FLOPs",
+    ),
+    "attention product": (
+        "one attention product's 2 n^2 d_model FLOPs (summed over the heads)",
+        "count the two products of every head, the scores Q K^T and the weighted sum A V, each "
+        "2 n^2 d_head per head, so 2 n^2 d_model over the h heads",
+    ),
+    "softmax-size": (
+        "a multiple of h n^2, the number of attention weights",
+        "the question counts the matrix products only: the softmax, the scaling and the mask "
+        "(a few operations per attention weight, h n^2 weights) are left out",
+    ),
+    "weight matrix": (
+        "one weight matrix of d_model x (h * d_head) entries",
+        "count the four matrices, W_Q, W_K, W_V (d_model, h*d_head) and W_O (h*d_head, d_model)",
+    ),
+    "projection bias": (
+        "one bias vector of h * d_head entries",
+        "with bias, Q, K and V each have h*d_head biases and W_O has d_model",
+    ),
+    "output bias": (
+        "the output projection's d_model biases",
+        "with bias, W_O has one bias per output feature, d_model of them",
+    ),
+}
+
+
+def _terms_of(traits_i) -> dict:
+    out = {}
+    for t in traits_i or ():
+        if isinstance(t, str) and t.startswith("term:"):
+            _, name, value = t.split(":", 2)
+            out[name] = int(value)
+    return out
+
+
+def _as_count(x):
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)) and float(x).is_integer() and abs(x) < 2**63:
+        return int(x)
+    return None
+
+
+def term_diagnosis(traits: list, results: list, expected: list) -> str:
+    """For a count: the term the answer is off by, the same whole multiple on every case, or the
+    same ratio to the right count on every case (``""`` when neither holds)."""
+    pairs = []
+    for i, want in enumerate(expected):
+        if i >= len(results) or results[i] is None or results[i].raised:
+            break
+        w, g = _as_count(want), _as_count(results[i].value)
+        if w is None or g is None:
+            return ""
+        pairs.append((i, w, g))
+    if len(pairs) < 2 or all(w == g for _, w, g in pairs):
+        return ""
+    for name, (what, advice) in TERMS.items():
+        ks = set()
+        for i, w, g in pairs:
+            t = _terms_of(traits[i] if i < len(traits) else ()).get(name)
+            if not t or (g - w) % t:
+                ks = None
+                break
+            ks.add((g - w) // t)
+        if ks and len(ks) == 1 and 0 not in ks:
+            k = ks.pop()
+            if abs(k) <= 6:
+                more = "too many" if k > 0 else "missing"
+                times = f"{abs(k)} x " if abs(k) != 1 else ""
+                return (
+                    f"on every case your count is off by exactly {times}{what} ({more}): {advice}"
+                )
+    ratios = {g / w for _, w, g in pairs if w}
+    if len(ratios) == 1 and len(pairs) == sum(1 for _, w, _ in pairs if w):
+        r = ratios.pop()
+        if r not in (0.0, 1.0) and (r.is_integer() or (1 / r).is_integer()):
+            factor = f"{int(r)} times" if r.is_integer() else f"1/{int(1 / r)} of"
+            return (
+                f"on every case your count is exactly {factor} the right one: a factor is "
+                "wrong (a count of things counted once too often, or one left out); check each "
+                "factor of your product against the question"
+            )
+    return ""
 
 
 def differential(traits: list, passed: list) -> str:
@@ -352,6 +652,17 @@ def differential(traits: list, passed: list) -> str:
             return f"right {without}, wrong {with_}: {advice}."
         if all(has[i] == passed[i] for i in range(n)):
             return f"right {with_}, wrong {without}: {advice}."
+    # Weaker, still true: every case without the property is right, and every wrong case has
+    # it (a few cases with it may come out right by chance, e.g. where one key dominates).
+    for name, (without, with_, advice) in TRAITS.items():
+        has = [name in (traits[i] or ()) for i in range(n)]
+        wrong_with = sum(1 for i in range(n) if has[i] and not passed[i])
+        if (
+            any(not h for h in has)
+            and all(passed[i] for i in range(n) if not has[i])
+            and 2 * wrong_with >= sum(has)
+        ):
+            return f"right in every case {without}, wrong {with_}: {advice}."
     return ""
 
 
@@ -398,11 +709,24 @@ def function_verdict(
     """
     if helpers:
         r = base_verdict(meta)
-        r.update(message=helper_message(helpers), hint="")
+        r.update(message=helper_message(helpers), hint="", cause="forbidden helper")
         r["helpers"] = list(helpers)
         return r
     scan = _scan_cases(meta, results, expected, n_public)
     if scan.stop is not None:
+        i = scan.stop.get("case")
+        if (  # right on every case before the one that raised: which property is new there?
+            scan.stop["status"] == "error"
+            and i is not None
+            and traits
+            and scan.passed
+            and all(scan.passed)
+            and len(scan.passed) == i
+        ):
+            diagnosis = differential(list(traits[: i + 1]), scan.passed + [False])
+            if diagnosis:
+                scan.stop["diagnosis"] = diagnosis
+                scan.stop["hint"] = diagnosis[0].upper() + diagnosis[1:] + " " + scan.stop["hint"]
         return scan.stop
     if scan.first is None and scan.type_note is None:
         return base_verdict(meta) | {"status": "passed", "points": float(meta["points"])}
@@ -410,7 +734,13 @@ def function_verdict(
         i, problem = scan.type_note
         public = i < n_public
         r = base_verdict(meta)
-        r.update(case=i, public=public, hint="", message=f"{_case_name(i, public)}: {problem}")
+        r.update(
+            case=i,
+            public=public,
+            hint="",
+            message=f"{_case_name(i, public)}: {problem}",
+            cause="type",
+        )
         return r
     return _wrong_values(meta, scan, results, expected, mistakes, n_public, traits)
 
@@ -428,6 +758,7 @@ class _Scan:
     first: tuple | None = None  # (case, Difference) of the first case with wrong values
     type_note: tuple | None = None  # (case, problem) of the first case with a wrong type
     passed: list = field(default_factory=list)  # per case compared: right or not
+    kinds: list = field(default_factory=list)  # per case compared: the difference's kind
     complete: bool = True  # every case up to the end (or to a raise) was seen
 
 
@@ -462,6 +793,7 @@ def _scan_cases(meta: dict, results: list, expected: list, n_public: int) -> _Sc
             return scan
         diff = difference(want, res.value, rtol, atol)
         scan.passed.append(diff is None)
+        scan.kinds.append(getattr(diff, "kind", None))
         if scan.type_note is None:
             problem = _type_problem(want, res.value, meta.get("answer_type", ""), public)
             if problem:
@@ -490,9 +822,17 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             status="error",
             case=i,
             public=public,
-            hint=error_hint(kind, text, public) or meta["hint"],
+            hint=_error_and_recipe(kind, text, public, meta["hint"]),
             message=message,
+            cause=error_cause(kind, text) if error_hint(kind, text, public) else None,
         )
+        if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
+            # raised inside the learner's own code: one of *their* calls misses an argument
+            r.update(
+                cause=None,
+                hint="A call inside your function misses an argument (see the line above): "
+                "compare it with the definition of the function it calls. " + (meta["hint"] or ""),
+            )
         if public:
             r["where"] = getattr(res, "where", None)
         return r
@@ -505,6 +845,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             message=f"your function changes its input {names} in place, so the caller's "
             f"array is different afterwards (the next cell would see the change). "
             f"Work on a copy (for example `w = w.copy()`) or build a new array.",
+            cause="in place",
         )
         return r
     if res.value is None and want is not None:
@@ -513,6 +854,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             public=public,
             hint="",
             message="your function returned None: did you forget `return`?",
+            cause="no return",
         )
         return r
     return None
@@ -527,6 +869,235 @@ def _which_mistake(meta: dict, results: list, mistakes: list, n_cases: int, comp
     return meta["hint"], None
 
 
+def _ranges(rows) -> str:
+    rows = sorted(rows)
+    if not rows:
+        return "none"
+    if rows == list(range(rows[0], rows[-1] + 1)) and len(rows) > 1:
+        return f"{rows[0]} to {rows[-1]}"
+    return ", ".join(map(str, rows))
+
+
+def _zero_rows_note(want, got) -> str:
+    """When the right result is a matrix with whole rows of zeros (a removed head's block of
+    W_O), which rows the answer zeroes instead: the property that differs, in a few words,
+    and what it means when that is unambiguous (the same number of rows, one block later;
+    one row more or fewer; columns instead of rows)."""
+    try:
+        w, g = np.asarray(want, dtype=float), np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return ""
+    if w.ndim != 2 or g.shape != w.shape or not np.all(np.isfinite(g)):
+        return ""
+    zw = [int(r) for r in np.flatnonzero(np.all(w == 0, axis=1))]
+    zg = [int(r) for r in np.flatnonzero(np.all(g == 0, axis=1))]
+    if not zw or zw == zg:
+        return ""
+    yours = f"yours in rows {_ranges(zg)}" if zg else "yours has no row of zeros"
+    text = f"the right result has zeros in rows {_ranges(zw)}; {yours}"
+    zc = [int(c) for c in np.flatnonzero(np.all(g == 0, axis=0))]
+    if not zg and zc:
+        return text + f" (and zeros in columns {_ranges(zc)}): clear rows, not columns"
+    if set(zw) < set(zg) and len(zg) == len(zw) + 1:
+        return text + ": one row too many (the block's end is exclusive: rows start up to, "
+        "not including, start + d_head)"
+    if set(zg) < set(zw) and len(zg) == len(zw) - 1:
+        return text + ": one row too few (the block has d_head rows)"
+    if len(zg) == len(zw) and zg and zg[0] - zw[0] == len(zw):
+        return (
+            text + ": one head later; heads are counted from 0 (head 0 owns rows 0 to d_head - 1)"
+        )
+    if len(zg) == len(zw) and zg and zw[0] - zg[0] == len(zw):
+        return text + ": one head earlier; heads are counted from 0"
+    if len(zg) == 1 and len(zw) > 1:
+        return text + ": a head owns a whole block of d_head rows, not one row"
+    return text
+
+
+def _weights_like(x) -> bool:
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    if a.ndim < 2 or a.size == 0 or not np.all(np.isfinite(a)):
+        return False
+    return bool(np.all(a >= -1e-12) and np.allclose(a.sum(axis=-1), 1.0, atol=1e-6))
+
+
+def _sums_note(want, got) -> str:
+    """When the right result (or an item of it) is a matrix of attention weights, rows summing
+    to 1 over the keys, and the answer's rows do not: over which axis they sum to 1 instead."""
+    items_w = want if isinstance(want, tuple) else (want,)
+    items_g = got if isinstance(got, (tuple, list)) and isinstance(want, tuple) else (got,)
+    for j, (w, g) in enumerate(zip(items_w, items_g)):
+        if not _weights_like(w):
+            continue
+        try:
+            g = np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if g.shape != np.shape(w) or not np.all(np.isfinite(g)):
+            continue
+        if np.allclose(g.sum(axis=-1), 1.0, atol=1e-6):
+            continue
+        name = f"result[{j}]" if isinstance(want, tuple) else "your result"
+        other = [ax for ax in range(g.ndim - 1) if np.allclose(g.sum(axis=ax), 1.0, atol=1e-6)]
+        if other:
+            return (
+                f"{name} holds attention weights, whose rows must sum to 1 over the keys (the "
+                f"last axis); yours sum to 1 over axis {other[0]} instead: the softmax (its max, "
+                "its exponentials and its sum) runs over the last axis, axis=-1"
+            )
+        return (
+            f"{name} holds attention weights, whose rows must sum to 1 over the keys (the last "
+            "axis); yours do not: divide by the sum over the last axis (keepdims=True)"
+        )
+    return ""
+
+
+def _items_note(meta, want, got, rtol, atol) -> str:
+    """For a tuple result: which of its items are right and which differ, by the names the
+    question gives them (``extra={"outputs": [...]}``)."""
+    if not isinstance(want, tuple) or not isinstance(got, (tuple, list)) or len(got) != len(want):
+        return ""
+    names = list(meta.get("outputs") or [])
+    names += [f"result[{j}]" for j in range(len(names), len(want))]
+    wrong = [names[j] for j, (w, g) in enumerate(zip(want, got)) if difference(w, g, rtol, atol)]
+    right = [n for n in names[: len(want)] if n not in wrong]
+    if not wrong or not right:
+        return ""
+    return f"{', '.join(right)} {'is' if len(right) == 1 else 'are'} right; {', '.join(wrong)} " + (
+        "is wrong" if len(wrong) == 1 else "are wrong"
+    )
+
+
+def _size_one_note(diff, want, got) -> str:
+    """The right numbers with an extra (or a missing) axis of size 1."""
+    if getattr(diff, "kind", "") != "reshaped":
+        return ""
+    a, b = tuple(np.shape(want)), tuple(np.shape(np.asarray(got, dtype=object)))
+    if tuple(s for s in a if s != 1) != tuple(s for s in b if s != 1):
+        return ""
+    if len(b) > len(a):
+        return (
+            f"your result has the right numbers with an extra axis of size 1 ({b} for {a}): a "
+            "reduction with keepdims=True, or an x[:, None], left it; drop it (keepdims=False, "
+            "or .squeeze(axis))"
+        )
+    return (
+        f"your result has the right numbers but lacks an axis of size 1 ({b} for {a}): keep it "
+        "(keepdims=True, or x[:, None])"
+    )
+
+
+def _scale_note(meta, want, got) -> str:
+    """An array (or tuple items) that is the right one times a constant factor, c != 1."""
+    items_w = want if isinstance(want, tuple) else (want,)
+    items_g = got if isinstance(got, (tuple, list)) and isinstance(want, tuple) else (got,)
+    if len(items_w) != len(items_g):
+        return ""
+    names = list(meta.get("outputs") or [])
+    names += [f"result[{j}]" for j in range(len(names), len(items_w))]
+    scaled = []
+    for j, (w, g) in enumerate(zip(items_w, items_g)):
+        try:
+            w, g = np.asarray(w, dtype=float), np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if (
+            w.shape != g.shape
+            or w.size < 2
+            or not (np.all(np.isfinite(w)) and np.all(np.isfinite(g)))
+        ):
+            return ""
+        ww = float(np.sum(w * w))
+        if ww == 0:
+            continue
+        c = float(np.sum(g * w)) / ww
+        if abs(c - 1) < 1e-6:
+            continue
+        if c == 0 or not np.allclose(g, c * w, rtol=1e-6, atol=1e-9):
+            return ""
+        scaled.append((names[j] if isinstance(want, tuple) else "your result", c))
+    if not scaled:
+        return ""
+    parts = ", ".join(f"{n} is {c:.4g} times the right one" for n, c in scaled)
+    return (
+        f"{parts} (a constant factor, the same for every entry): a scale is wrong somewhere, "
+        "a factor multiplied where it should divide, one left out, or one too many"
+    )
+
+
+def _off_by_one_note(diff, want, got) -> str:
+    """A shape that differs from the right one on one axis by exactly one entry."""
+    if getattr(diff, "kind", "") != "shape":
+        return ""
+    try:
+        a, b = np.shape(want), np.shape(np.asarray(got, dtype=float))
+    except (TypeError, ValueError):
+        return ""
+    if len(a) != len(b):
+        return ""
+    axes = [i for i in range(len(a)) if a[i] != b[i]]
+    if len(axes) != 1 or abs(a[axes[0]] - b[axes[0]]) != 1:
+        return ""
+    ax = axes[0]
+    word = "one entry too many" if b[ax] > a[ax] else "one entry too few"
+    return (
+        f"axis {ax - len(a)} of your result has {word} ({b[ax]} instead of {a[ax]}), every "
+        "other axis is right: an off-by-one in a slice bound or a size (a slice's end is "
+        "exclusive: x[a:b] has b - a entries)"
+    )
+
+
+def _heads(names) -> str:
+    return ("query head " if len(names) == 1 else "query heads ") + ", ".join(names)
+
+
+def head_blocks_note(traits: list, results: list, expected: list, n_public: int) -> str:
+    """On a public case whose output projection is the identity (tagged
+    "headblocks:<d_head>:<group>"), output columns i * d_head ... are query head i's own
+    output: which query heads are right and which wrong (``""`` when all or none are)."""
+    for i in range(min(n_public, len(expected), len(results), len(traits or []))):
+        tags = [t for t in traits[i] or () if isinstance(t, str) and t.startswith("headblocks:")]
+        res = results[i]
+        if not tags or res is None or res.raised:
+            continue
+        _, d_head, group = tags[0].split(":")
+        d_head, group = int(d_head), int(group)
+        try:
+            w, g = np.asarray(expected[i], dtype=float), np.asarray(res.value, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if w.shape != g.shape or w.ndim != 2 or d_head < 1 or w.shape[1] % d_head:
+            return ""
+        ok = [
+            bool(
+                np.allclose(
+                    g[:, b * d_head : (b + 1) * d_head],
+                    w[:, b * d_head : (b + 1) * d_head],
+                    rtol=1e-6,
+                    atol=1e-8,
+                )
+            )
+            for b in range(w.shape[1] // d_head)
+        ]
+        if all(ok) or not any(ok):
+            return ""
+        right = [str(b) for b, o in enumerate(ok) if o]
+        wrong = [str(b) for b, o in enumerate(ok) if not o]
+        return (
+            f"on case {i + 1}, whose W_O is the identity (so output columns i*d_head to "
+            f"(i+1)*d_head - 1 are query head i's own output), {_heads(wrong)} "
+            f"{'is' if len(wrong) == 1 else 'are'} wrong and {_heads(right)} right: look at "
+            "which key/value head each "
+            f"query head reads. Query head i reads KV head i // group, with the group size "
+            f"group = num_heads // num_kv_heads ({group} here): heads 0 to {group - 1} share KV "
+            "head 0, and so on"
+        )
+    return ""
+
+
 def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, traits) -> dict:
     """The verdict on an answer with wrong values: the first wrong case, the classic mistake
     it matches, else the property of the cases that separates right from wrong."""
@@ -534,14 +1105,40 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     public = i < n_public
     hint, named = _which_mistake(meta, results, mistakes, len(expected), scan.complete)
     diagnosis = differential(traits or [], scan.passed)
+    if named is None:  # which query heads are wrong says more than "with several heads"
+        blocks = head_blocks_note(traits or [], results, expected, n_public)
+        diagnosis = blocks or diagnosis
+    if named is None and not diagnosis:
+        diagnosis = row_diagnosis(traits or [], results, expected, meta["rtol"], meta["atol"])
+    if named is None and not diagnosis:
+        diagnosis = term_diagnosis(traits or [], results, expected)
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
+    if named is None and not diagnosis and public:
+        note = (
+            _zero_rows_note(expected[i], results[i].value)
+            or _sums_note(expected[i], results[i].value)
+            or _off_by_one_note(diff, expected[i], results[i].value)
+            or _size_one_note(diff, expected[i], results[i].value)
+            or _scale_note(meta, expected[i], results[i].value)
+            or _items_note(meta, expected[i], results[i].value, meta["rtol"], meta["atol"])
+        )
+        if note:
+            diagnosis = note
+            first = note.split(" ", 1)[0]
+            hint = note if ("_" in first or "[" in first) else note[0].upper() + note[1:]
+            hint += ". " + meta["hint"]
     message = f"{_case_name(i, public)}: {diff if public else diff.generic}"
+    if diff.kind != "transposed" and any(
+        k == "transposed" for k in scan.kinds[:n_public] if k
+    ):  # a square first case hides it: say what a later one shows
+        message += "; on another case your result is the transpose of the expected one"
     if scan.type_note is not None:  # say it too, in a few words (the hint is about the values)
         message += "; also, " + scan.type_note[1].split(". ", 1)[0].replace("your answer", "it", 1)
     r = base_verdict(meta)
     r.update(case=i, public=public, hint=hint, message=message)
     r["mistake"] = named
+    r["cause"] = named
     r["diagnosis"] = diagnosis
     if public:
         r.update(expected=expected[i], actual=results[i].value)
@@ -563,6 +1160,8 @@ def _number_text(v: float, digits: int, scale: float) -> str:
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
+    if v.is_integer() and abs(v) < 2**53:
+        return str(int(v))  # a whole number is compared exactly, whatever its size (a count)
     if abs(v) <= _zero_below(digits, scale):
         return "0"
     text = f"{v:.{digits}g}"
@@ -594,9 +1193,11 @@ def _canonical(x, digits: int, depth: int = 0):
     )
 
 
-def value_hashes(grade_id: str, x) -> list | None:
+def value_hashes(grade_id: str, x, sig_figs: int | None = None) -> list | None:
     """Salted hashes of ``x`` rounded to 6 and to 5 significant digits (``None`` when ``x`` is
-    not a number, an array, text or a tuple of those). Two values match when either hash
+    not a number, an array, text or a tuple of those). With ``sig_figs`` (a question that states
+    its precision), one hash of ``x`` rounded to that many significant figures. Whole numbers
+    are written out exactly (a count is never rounded). Two values match when either hash
     agrees: whatever the value, at least one of the two roundings is not near a boundary, so a
     right answer computed a little differently still matches.
 
@@ -606,12 +1207,33 @@ def value_hashes(grade_id: str, x) -> list | None:
     True
     """
     out = []
-    for digits in (6, 5):
+    for digits in (sig_figs,) if sig_figs else (6, 5):
         c = _canonical(x, digits)
         if c is None:
             return None
         out.append(_salted(grade_id, c))
     return out
+
+
+def sig_figs_of(q) -> int | None:
+    """The precision a real-valued value question states (``extra={"sig_figs": k}``): answers
+    are compared to ``k`` significant figures. ``None``: compared to 6 (or 5) digits."""
+    k = (getattr(q, "extra", None) or {}).get("sig_figs")
+    return int(k) if k else None
+
+
+def _accepted_at(grade_id: str, x, digits: int) -> list:
+    """The hashes of every ``digits``-significant-figure text that a right answer may round to:
+    the expected value's own rounding, and its neighbour when the value sits within a millionth
+    of a rounding boundary (then a right answer computed in another order may round either
+    way)."""
+    texts = set()
+    arr = np.asarray(x, dtype=float)
+    for f in (1.0, 1 - 1e-6, 1 + 1e-6):
+        c = _canonical(arr * f, digits)
+        if c is not None:
+            texts.add(c)
+    return sorted(_salted(grade_id, c) for c in texts)
 
 
 def _salted(grade_id: str, canonical: str) -> str:
@@ -637,7 +1259,7 @@ def _canonical_near(x, digits: int, rtol: float, atol: float, limit: int):
     scales = (scale * (1 - rtol) - atol, scale, scale * (1 + rtol) + atol)
     options = []
     for v in map(float, flat):
-        d = rtol * abs(v) + atol if math.isfinite(v) else 0.0
+        d = rtol * abs(v) + atol if math.isfinite(v) and not v.is_integer() else 0.0
         # rounding is monotonic in v, and d is far smaller than a unit of the 5th digit, so the
         # interval's two ends and its middle give every text a value in it can have
         options.append(
@@ -692,60 +1314,252 @@ def _kind_of(x) -> str:
     return "number"
 
 
-def value_info(grade_id: str, expected) -> dict:
-    """What the self-check may know about an expected value: its hashes and its form."""
+def _letter(x) -> bool:
+    return isinstance(x, str) and len(x.strip()) == 1 and x.strip().isalpha()
+
+
+# Factors by which a count or a quantity is typically off (units, K and V, bytes per number),
+# besides the numbers the question's own prompt gives (see :func:`_factor_hashes`).
+_UNIT_FACTORS = {
+    2: "2",
+    3: "3",
+    4: "4",
+    1000: "1000 (a unit: seconds and milliseconds, or ms and microseconds, are 1000 apart)",
+    10**6: "a million (a unit: seconds and microseconds)",
+    1024: "1024 (a unit: 1 KiB is 1024 bytes)",
+    2**20: "2**20 (a unit: 1 MiB is 2**20 bytes)",
+    2**30: "2**30 (a unit: 1 GiB is 2**30 bytes)",
+}
+
+
+def _prompt_numbers(prompt: str) -> list:
+    """The whole numbers a question's prompt gives (its layers, heads, widths, ...)."""
+    out = []
+    for m in re.finditer(r"(?<![\w.^*])(\d[\d,]*)(?![\w.]\d)", prompt or ""):
+        text = m.group(1).replace(",", "")
+        if text.isdigit() and 2 <= int(text) <= 10**7 and int(text) not in out:
+            out.append(int(text))
+    return out
+
+
+def _factor_hashes(grade_id: str, expected, prompt: str, sig_figs) -> list:
+    """For a scalar value answer: hashes of the right value multiplied and divided by each
+    factor (units, small counts, and every number the prompt gives), so that the verdict can
+    say "exactly N times the right value" (the property) without naming a cause."""
+    try:
+        e = float(expected)
+    except (TypeError, ValueError):
+        return []
+    if not math.isfinite(e) or e == 0:
+        return []
+    factors = dict(_UNIT_FACTORS)
+    for n in _prompt_numbers(prompt):
+        factors.setdefault(n, f"{n}, a number the question gives")
+    out = []
+    for f, label in factors.items():
+        for direction, value in (("times", e * f), ("divided by", e / f)):
+            h = value_hashes(grade_id, value, sig_figs)
+            if h:
+                out.append({"h": h, "f": f"{direction} {label}"})
+    return out
+
+
+def value_info(grade_id: str, expected, sig_figs: int | None = None) -> dict:
+    """What the self-check may know about an expected value: its hashes and its form.
+
+    ``sig_figs``: the question states its precision; ``hashes`` then lists every rounding to
+    that many significant figures that a right answer may have (see :func:`_accepted_at`)."""
     kind = _kind_of(expected)
-    info = {"hashes": value_hashes(grade_id, expected), "type": kind}
+    if sig_figs:
+        info = {"hashes": _accepted_at(grade_id, expected, sig_figs), "sig_figs": int(sig_figs)}
+    else:
+        info = {"hashes": value_hashes(grade_id, expected)}
+    info["type"] = kind
     if kind == "number":
         info["shape"] = list(np.shape(np.asarray(expected, dtype=float)))
+        if isinstance(expected, (tuple, list)):
+            info["sequence"] = True
+            if all(isinstance(v, (bool, np.bool_)) for v in expected):
+                info["flags"] = True
+            elif all(isinstance(v, (int, np.integer)) for v in expected):
+                info["shape_parts"] = _shape_parts(grade_id, expected)
     elif kind == "tuple":
         info["length"] = len(expected)
+    elif kind == "text" and _letter(expected):
+        info["letter"] = True
     return info
+
+
+def _shape_parts(grade_id: str, sizes) -> dict:
+    """Hashes of properties of a shape answer (its sizes sorted, without axes of size 1, their
+    product), so the verdict can say which property of a wrong shape is right: the right sizes
+    in another order, an extra axis of size 1, or axes merged (the same total)."""
+    sizes = [int(v) for v in sizes]
+    return {
+        "sorted": _salted(grade_id, "sorted:" + ",".join(map(str, sorted(sizes)))),
+        "squeezed": _salted(grade_id, "squeezed:" + ",".join(str(v) for v in sizes if v != 1)),
+        "product": _salted(grade_id, f"product:{int(np.prod(sizes))}"),
+    }
+
+
+def _shape_note(grade_id: str, info: dict, actual) -> str:
+    """What is right and what is wrong about a wrong shape answer (``""`` when nothing fits)."""
+    parts = info.get("shape_parts")
+    if not parts or not isinstance(actual, (tuple, list)):
+        return ""
+    try:
+        sizes = [int(v) for v in actual]
+    except (TypeError, ValueError, OverflowError):
+        return ""
+    if any(float(v) != s for v, s in zip(actual, sizes)) or len(sizes) > 12:
+        return ""
+    mine = _shape_parts(grade_id, sizes)
+    n = (info.get("shape") or [0])[0]
+    if mine["sorted"] == parts["sorted"]:
+        return (
+            "your sizes are the right ones but in the wrong order: check the order of the axes "
+            "the question gives"
+        )
+    if mine["squeezed"] == parts["squeezed"] and len(sizes) > n:
+        return (
+            f"your shape has {len(sizes)} sizes, the right one {n}: you added an extra axis of "
+            "size 1 (a leading 1, or a batch axis the question does not have)"
+        )
+    if mine["squeezed"] == parts["squeezed"] and len(sizes) < n:
+        return f"your shape has {len(sizes)} sizes, the right one {n}: an axis of size 1 is missing"
+    if mine["product"] == parts["product"] and len(sizes) != n:
+        return (
+            f"your shape has {len(sizes)} sizes, the right one {n}, with the same total number "
+            "of entries: two axes are merged into one (or one is split); keep each axis "
+            "separate"
+        )
+    return ""
+
+
+def value_data(q) -> tuple[dict, list]:
+    """``(value_info, mistake hashes)`` of a bank's value question, as the self-check data
+    holds them and as the grader judges with them."""
+    k = sig_figs_of(q)
+    info = value_info(q.grade_id, q.expected, k)
+    factors = (
+        _factor_hashes(q.grade_id, q.expected, q.prompt, k) if not np.shape(q.expected) else []
+    )
+    if factors and not isinstance(q.expected, str):
+        info["factors"] = factors
+    return info, [value_hashes(q.grade_id, m.answer, k) for m in q.mistakes]
+
+
+def _a(type_name: str) -> str:
+    """``"an int"``, ``"a float"``: the type's name with its article."""
+    return ("an " if type_name[:1].lower() in "aeiou" else "a ") + type_name
+
+
+def _value_form(info: dict, actual, got) -> str:
+    """What is wrong with the *form* of a value answer (``""`` when its form is right): the
+    same wording for every question of a kind."""
+    kind = info.get("type")
+    try:
+        shape = list(np.shape(np.asarray(actual, dtype=object)))
+    except (ValueError, TypeError):
+        shape = None
+    if info.get("letter"):
+        if not isinstance(actual, str):
+            return f"answer with a single letter, as text (for example 'a'), not {_a(type(actual).__name__)}"
+        if not _letter(actual):
+            return "answer with a single letter (one option), as text, for example 'a'"
+        return ""
+    if (
+        info.get("flags")
+        and isinstance(actual, (tuple, list))
+        and any(isinstance(v, (str, bytes)) for v in actual)
+    ):
+        return (
+            "your answer should be a tuple of truth values, True or False (no quotes), one per "
+            "item, not words or numbers"
+        )
+    if kind == "number" and isinstance(actual, (str, bytes)):
+        if info.get("sequence"):
+            n = (info.get("shape") or [0])[0]
+            return (
+                f"your answer should be a tuple of {n} whole numbers, for example (2, 3), "
+                "not text (a string)"
+            )
+        return "your answer should be a number, not text (a string): remove the quotes"
+    if kind == "text" and not isinstance(actual, str):
+        return f"your answer should be text, got {_a(type(actual).__name__)}"
+    if kind == "number" and got is None:
+        return f"your answer should be a number or an array, got {_a(type(actual).__name__)}"
+    if kind == "number" and shape is not None and shape != info.get("shape"):
+        return (
+            f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
+        )
+    if kind == "tuple" and (
+        not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")
+    ):
+        return f"your answer should be a tuple of {info.get('length')} items"
+    return ""
 
 
 def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     """Judge a value answer from the expected value's :func:`value_info` and the classic
-    mistakes' hashes (``mistake_hashes[j]`` belongs to ``meta["mistakes"][j]``)."""
+    mistakes' hashes (``mistake_hashes[j]`` belongs to ``meta["mistakes"][j]``).
+
+    Counts are compared exactly and must be whole numbers of type int (a float such as 64.0
+    is answered "write it as a whole number", in every question); a real number to the
+    precision its question states (``sig_figs``), else to 6 significant figures."""
     r = base_verdict(meta)
     if actual is None or actual is Ellipsis:
         return not_attempted(meta)
     if info.get("recorded"):  # a copy for graded work: the form only (see recorded.py)
         return recorded_verdict(meta, info, actual)
     gid = meta["grade_id"]
-    got = value_hashes(gid, actual)
+    k = info.get("sig_figs")
+    got = value_hashes(gid, actual, k)
     want = info.get("hashes") or []
-    if got and want and (got[0] == want[0] or got[1] == want[1]):
+    if k:
+        right = bool(got) and got[0] in want
+    else:
+        right = bool(got and want) and (got[0] == want[0] or got[1] == want[1])
+    form = _value_form(info, actual, got)
+    if right and not form:
         problem = _type_problem(None, actual, meta.get("answer_type", ""))
         if problem:
-            r.update(message=problem, hint="")
+            r.update(message=problem, hint="", cause="type")
             return r
         r.update(status="passed", points=float(meta["points"]))
         return r
-    hint = meta["hint"]
+    problem = _type_problem(None, actual, meta.get("answer_type", ""))
+    hint, cause = meta["hint"], None
     for m, hashes in zip(meta["mistakes"], mistake_hashes):
-        if got and hashes and (got[0] == hashes[0] or got[1] == hashes[1]):
-            hint = m["hint"]
+        if got and hashes and any(g == h for g, h in zip(got, hashes)):
+            hint, cause = m["hint"], m["name"]
             break
-    kind = info.get("type")
-    try:
-        shape = list(np.shape(np.asarray(actual, dtype=object)))
-    except (ValueError, TypeError):
-        shape = None
-    if kind == "number" and isinstance(actual, (str, bytes)):
-        message = f"your answer should be a number, got text {str(actual)[:40]!r}"
-    elif kind == "text" and not isinstance(actual, str):
-        message = f"your answer should be text, got a {type(actual).__name__}"
-    elif kind == "number" and got is None:
-        message = f"your answer should be a number or an array, got a {type(actual).__name__}"
-    elif kind == "number" and shape is not None and shape != info.get("shape"):
-        message = (
-            f"your answer has shape {tuple(shape)}, expected shape {tuple(info.get('shape') or ())}"
+    note = "" if cause else _shape_note(gid, info, actual)
+    if form:  # a classic mistake's hint when it is one, else the form, in the same words
+        # how many sizes or items: a property of the answer, not a cause
+        structural = form.startswith("your answer has shape") or form.endswith(" items")
+        r.update(
+            message=form,
+            hint=hint if cause else (note or (meta["hint"] if structural else "")),
+            cause=cause or (None if structural else "form"),
         )
-    elif kind == "tuple" and (
-        not isinstance(actual, (tuple, list)) or len(actual) != info.get("length")
-    ):
-        message = f"your answer should be a tuple of {info.get('length')} items"
-    else:
-        message = "your answer is not the expected value"
-    r.update(message=message, hint=hint)
+        return r
+    if note:
+        r.update(message="your answer is not the expected shape", hint=note, cause=None)
+        return r
+    if cause is None and got:
+        for entry in info.get("factors") or ():
+            if any(g == h for g, h in zip(got, entry.get("h") or ())):
+                hint = (
+                    f"Your answer is exactly the right value {entry['f']}: one factor of your "
+                    "calculation is off (a count used once too often or left out, or a unit). "
+                    + meta["hint"]
+                )
+                break
+    message = "your answer is not the expected value"
+    if k:
+        message += f" to {k} significant figures"
+    if problem and cause is None:
+        message += "; also, " + problem.split(". ", 1)[0].replace("your answer", "it", 1)
+    r.update(message=message, hint=hint, cause=cause)
     return r

@@ -26,6 +26,9 @@ def base_verdict(meta) -> dict:
         "public": True,
         "expected": None,
         "actual": None,
+        # what the hint attributes the failure to (a classic mistake's name, "type", "form",
+        # a known error, ...), or None when the verdict only says which property fails
+        "cause": None,
     }
 
 
@@ -40,4 +43,5 @@ def not_callable(meta, type_name: str) -> dict:
         "status": "error",
         "message": f"expected a function, got {type_name}",
         "hint": "pass the function itself, without calling it: check(id, my_function)",
+        "cause": "not a function",
     }

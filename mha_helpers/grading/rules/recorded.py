@@ -21,19 +21,40 @@ __all__ = ["for_grading_entry", "recorded_verdict", "RECORDED_MESSAGE"]
 
 RECORDED_MESSAGE = (
     "your answer has the expected form and is recorded; whether it is right is checked when "
-    "your work is graded (this copy of the course does not confirm exact values)"
+    "your work is graded (this copy of the course checks the form of a value or a letter "
+    "only, never the answer itself)"
 )
+
+
+# The only fields of a value question's entry a copy for graded work keeps: what the notebook
+# shows anyway (the prompt, the points) and the answer's form. Everything else (hashes, the
+# classic mistakes' names and hints, the question's hint, the precision) is dropped, so the
+# entry is the same whatever the answer is (tests/test_for_grading.py checks it by changing
+# the answer and the mistakes and comparing).
+_KEPT = ("grade_id", "assignment", "kind", "points", "prompt", "forbidden", "answer_type")
+_FORM = ("type", "shape", "length", "sequence", "letter", "flags")
 
 
 def for_grading_entry(entry: dict) -> dict:
     """A value question's self-check entry with everything value-dependent removed: its form
-    only (no hashes of the answer or of the classic mistakes)."""
+    only. No hashes of the answer or of the classic mistakes, no mistake names or hints (for
+    a multiple choice they are the wrong letters, so the right one would be the letter left),
+    no hint text (a hint can spell out the answer)."""
     info = (entry.get("public") or {}).get("info") or {}
     form = {"type": info.get("type"), "recorded": True}
-    for key in ("shape", "length"):
+    for key in _FORM:
         if key in info:
             form[key] = info[key]
-    return dict(entry, public={"info": form, "mistakes": []})
+    out = {k: entry[k] for k in _KEPT if k in entry}
+    out.update(
+        hint="",
+        mistakes=[],
+        rtol=1e-6,
+        atol=1e-8,
+        limits=None,
+        public={"info": form, "mistakes": []},
+    )
+    return out
 
 
 def recorded_verdict(meta: dict, info: dict, actual) -> dict:
@@ -62,9 +83,23 @@ def recorded_verdict(meta: dict, info: dict, actual) -> dict:
         not isinstance(actual, tuple | list) or len(actual) != info.get("length")
     ):
         message = f"your answer should be a tuple of {info.get('length')} items"
+    elif meta.get("answer_type") == "int" and _has_float(actual):
+        message = "write a count as a whole number (an int, for example with //), not a float"
+    elif info.get("letter") and not (
+        isinstance(actual, str) and len(actual.strip()) == 1 and actual.strip().isalpha()
+    ):
+        message = "answer with a single letter (one option), as text, for example 'a'"
     else:
         return r | {"status": "recorded", "message": RECORDED_MESSAGE, "hint": ""}
     return r | {"message": message}
+
+
+def _has_float(x) -> bool:
+    if isinstance(x, float | np.floating):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind == "f"
+    return isinstance(x, tuple | list) and any(isinstance(v, float | np.floating) for v in x)
 
 
 def _numeric(x) -> bool:

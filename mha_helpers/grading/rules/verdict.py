@@ -15,8 +15,7 @@ from .cases import CaseResult, case_traits
 from .judge import (
     function_verdict,
     question_meta,
-    value_hashes,
-    value_info,
+    value_data,
     value_verdict,
 )
 from .outcome import not_attempted, not_callable
@@ -139,10 +138,8 @@ def question_verdict(q, rec, cases, skipped: bool) -> dict:
                 "status": "error",
                 "message": f"your answer could not be read ({actual.what})",
             }
-        info = value_info(q.grade_id, q.expected)
-        return value_verdict(
-            meta, info, [value_hashes(q.grade_id, m.answer) for m in q.mistakes], actual
-        )
+        info, mistake_hashes = value_data(q)
+        return value_verdict(meta, info, mistake_hashes, actual)
     results, helpers = answer_results(rec)
     known = {d.rsplit(".", 1)[-1] for d in q.forbidden} | set(q.forbidden)
     helpers = [h for h in helpers if h in known]

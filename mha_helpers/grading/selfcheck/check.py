@@ -25,13 +25,12 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
 from ..rules import codec
 from ..rules.cases import NO_OUTPUT, case_traits, expected_outputs, public_cases
-from ..rules.judge import function_verdict, question_meta, value_hashes, value_info, value_verdict
+from ..rules.judge import function_verdict, question_meta, value_data, value_verdict
 from ..rules.outcome import not_attempted, not_callable
 from ..sandbox.inside.watch import run_cases
+from .render import Verdict, _show, plain_text  # noqa: F401  (_show: kept for callers)
 
 __all__ = ["check", "score_summary", "evaluate", "self_check", "DATA_DIR"]
 
@@ -71,16 +70,24 @@ def assignment_data(assignment: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _show(x) -> str:
-    """A compact, single-line rendering of a value for feedback."""
-    if isinstance(x, tuple):
-        return "(" + ", ".join(_show(v) for v in x) + ")"
-    if isinstance(x, np.ndarray):
-        with np.printoptions(precision=3, suppress=True, threshold=20, edgeitems=2):
-            text = f"array of shape {x.shape}: " + " ".join(str(x).split())
+def _rich_display() -> bool:
+    """True in a Jupyter kernel (JupyterLab, Notebook, VS Code), which renders HTML."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _show_verdict(r: dict) -> None:
+    """HTML (with the plain text beside it) in Jupyter; plain text anywhere else."""
+    if _rich_display():
+        from IPython.display import display
+
+        display(Verdict(r))
     else:
-        text = repr(x)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+        print(plain_text(r))
 
 
 def decode_mistakes(rows):
@@ -113,7 +120,7 @@ def _judge(meta: dict, answer, cases, expected, mistakes, value=None, traits=Non
         return not_attempted(meta)
     if not callable(answer):
         return not_callable(meta, type(answer).__name__)
-    results, helpers = run_cases(answer, cases, meta["forbidden"])
+    results, helpers = run_cases(answer, cases, meta["forbidden"], limits=meta.get("limits"))
     return function_verdict(meta, results, expected, mistakes, len(cases), helpers, traits)
 
 
@@ -158,9 +165,7 @@ def evaluate(q, answer, cases=None) -> dict:
         expected, mistakes = expected_outputs(q, cases)
         return _judge(meta, answer, cases, expected, mistakes, traits=case_traits(q, cases))
     if q.kind == "value":
-        info = value_info(q.grade_id, q.expected)
-        hashes = [value_hashes(q.grade_id, m.answer) for m in q.mistakes]
-        return _judge(meta, answer, None, None, None, value=(info, hashes))
+        return _judge(meta, answer, None, None, None, value=value_data(q))
     return _judge(meta, answer, None, None, None)
 
 
@@ -203,25 +208,9 @@ def _check(grade_id: str, answer) -> str:
         print(f"{grade_id}: could not check this answer ({type(exc).__name__}: {exc})")
         return "error"
     _SCORES[grade_id] = r["points"]
-    q_points = r["max_points"]
-    pts = f"[{r['points']:g}/{q_points:g} points]"
-    if r["status"] == "passed":
-        print(f"{grade_id}: passed {pts}")
-    elif r["status"] == "not-attempted":
-        print(f"{grade_id}: not attempted yet {pts}")
-    elif r["status"] == "manual":
-        print(f"{grade_id}: written answer, graded by your instructor [{q_points:g} points]")
-    elif r["status"] == "recorded":
-        print(f"{grade_id}: recorded, checked at grading [{q_points:g} points]")
-        print(f"  {r['message']}")
-    else:
-        print(f"{grade_id}: not yet {pts}")
-        print(f"  {r['message']}")
-        if r.get("expected") is not None:
-            print(f"  expected: {_show(r['expected'])}")
-            print(f"  got:      {_show(r['actual'])}")
-        if r["hint"]:
-            print(f"  hint: {r['hint']}")
+    r.setdefault("rtol", _load_data()[grade_id].get("rtol", 1e-6))
+    r.setdefault("atol", _load_data()[grade_id].get("atol", 1e-8))
+    _show_verdict(r)
     return r["status"]
 
 

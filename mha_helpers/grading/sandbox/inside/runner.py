@@ -295,7 +295,9 @@ def _answer(spec, user_ns, defined_by, cell_timeout: int, budget, codec, run_cas
             rec.update(status="not-callable", type=type(obj).__name__[:80])
         else:
             cases = [tuple(codec.decode(c)) for c in spec["cases"]]
-            results, helpers = run_cases(obj, cases, spec.get("forbidden", ()), call=timed_call)
+            results, helpers = run_cases(
+                obj, cases, spec.get("forbidden", ()), call=timed_call, limits=spec.get("limits")
+            )
             rec["helpers"] = helpers
             rec["results"] = [
                 {

@@ -212,11 +212,58 @@ class HelperRecorder:
         return False
 
 
-def run_cases(fn, cases, forbidden=(), call=None) -> tuple[list[CaseResult], list[str]]:
+LIMIT_ERROR = "ArrayTooLarge"  # how a broken size limit is recorded (as a raise: same schema)
+
+
+def _limit_bytes(limits, args) -> int | None:
+    """The most memory (bytes) a call on ``args`` may hold at once under a question's stated
+    constraint, e.g. ``{"peak": {"dims": [[0, 0], [1, 0]], "fraction": 0.5, "min_bytes": N}}``:
+    less than half of an (args[0].shape[0] x args[1].shape[0]) float64 array, the full score
+    matrix that the question forbids building, on the cases where that matrix has at least
+    ``N`` bytes (on smaller ones the limit is not applied). ``None`` when the question states no such constraint."""
+    spec = (limits or {}).get("peak") if isinstance(limits, dict) else None
+    if not spec:
+        return None
+    size = 8
+    try:
+        for i, j in spec["dims"]:
+            size *= int(np.shape(args[int(i)])[int(j)])
+        if size < int(spec.get("min_bytes", 0)):
+            return None  # too small a case to tell the matrix from Python's own bookkeeping
+        return int(size * float(spec.get("fraction", 1.0)))
+    except Exception:
+        return None
+
+
+def _peak_call(call, fn, given, limit):
+    """``call(fn, given)`` with the memory it allocates traced (NumPy's arrays included):
+    ``(value, peak bytes above what was held before)``."""
+    import tracemalloc
+
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        value = call(fn, given)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if started:
+            tracemalloc.stop()
+    return value, peak
+
+
+def run_cases(
+    fn, cases, forbidden=(), call=None, limits=None
+) -> tuple[list[CaseResult], list[str]]:
     """Call ``fn`` on each case (on copies of its arguments); stop at the first case that
     raises. Return the per-case results and the forbidden helpers it called.
 
     ``call(fn, args)`` performs one call (the sandbox passes one with a time limit).
+    ``limits``: a constraint the question states on the memory one call may hold at once
+    (see :func:`_limit_bytes`); a call that goes over it is recorded as raising
+    :data:`LIMIT_ERROR`, so the verdict says so in the self-check and the grader alike.
     """
     call = call or (lambda f, a: f(*a))
     results = []
@@ -225,8 +272,19 @@ def run_cases(fn, cases, forbidden=(), call=None) -> tuple[list[CaseResult], lis
         for args in cases:
             given = copy_args(args)
             res = CaseResult()
+            limit = _limit_bytes(limits, args)
             try:
-                res.value = call(fn, given)
+                if limit is None:
+                    res.value = call(fn, given)
+                else:
+                    res.value, peak = _peak_call(call, fn, given, limit)
+                    if peak > limit:
+                        res.value = None
+                        res.raised = (
+                            LIMIT_ERROR,
+                            "the call held an array (or arrays) as large as the whole "
+                            "n_q x n_k score matrix at once, which the question forbids",
+                        )
             except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
                 # the learner's code failed (or tried to leave): record it, go on
                 res.raised = (_name(exc), _message(exc))

@@ -1,0 +1,218 @@
+"""Self-checks, round two (course issue 33): one exactness policy, stated constraints checked,
+causes named only when sure, and feedback readable at a glance."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from mha_helpers.grading import get_question
+from mha_helpers.grading.rules.judge import value_data
+from mha_helpers.grading.selfcheck.check import evaluate, self_check
+from mha_helpers.grading.selfcheck.render import STYLES, html_text, plain_text
+
+# --- 1. one exactness policy ------------------------------------------------------------------
+
+
+def test_counts_are_exact_in_the_self_check_and_the_grader():
+    q = get_question("q04_weight_entries")
+    for check in (lambda a: self_check(q.grade_id, a), lambda a: evaluate(q, a)):
+        assert check(12582912)["status"] == "passed"
+        assert check(12583000)["status"] == "failed"  # right to 5 significant digits: not enough
+        assert check(12582913)["status"] == "failed"
+    cache = get_question("q05_cache_bytes")
+
+    def one_byte_more(*args):
+        return cache.reference(*args) + 1
+
+    for r in (self_check(cache.grade_id, one_byte_more), evaluate(cache, one_byte_more)):
+        assert r["status"] == "failed" and "exactly" in r["message"]
+
+
+@pytest.mark.parametrize(
+    "gid, whole",
+    [
+        ("q03_d_head", 64.0),
+        ("q05_max_batch", 32.0),
+        ("q08_mla_cache", 69120.0),
+        ("q04_weight_entries", 12582912.0),
+    ],
+)
+def test_a_whole_number_float_gets_the_same_answer_in_every_count_question(gid, whole):
+    r = self_check(gid, whole)
+    assert r["status"] == "failed" and "whole number" in r["message"], r
+    assert self_check(gid, int(whole))["status"] == "passed"
+
+
+def test_a_real_value_passes_at_the_precision_its_question_states():
+    q = get_question("q08_decode_bound")
+    assert "3 significant figures" in q.prompt
+    true = q.expected
+    for answer in (true, 4.586, 4.59, round(true, 5), float(f"{true:.3g}")):
+        assert self_check(q.grade_id, answer)["status"] == "passed", answer
+    for answer in (4.6, 4.58, 4.5):
+        r = self_check(q.grade_id, answer)
+        assert r["status"] == "failed" and "3 significant figures" in r["message"], answer
+
+
+def test_every_value_question_with_a_real_answer_states_its_precision():
+    from mha_helpers.grading.rules.registry import REGISTRY
+
+    for q in REGISTRY.values():
+        if q.kind != "value" or isinstance(q.expected, str):
+            continue
+        values = np.ravel(np.asarray(q.expected, dtype=object))
+        real = [v for v in values if isinstance(v, float) and not float(v).is_integer()]
+        if real:
+            info, _ = value_data(q)
+            assert info.get("sig_figs"), q.grade_id
+            assert f"{info['sig_figs']} significant figures" in q.prompt, q.grade_id
+
+
+def test_the_learner_guide_states_the_policy():
+    from grading_helpers import ROOT
+
+    guide = (ROOT / "docs" / "learner_guide.md").read_text(encoding="utf-8")
+    assert "Counts are exact" in guide and "significant figures" in guide
+    assert "whole number" in guide
+
+
+# --- 2. no wrong pass by construction ---------------------------------------------------------
+
+
+def test_building_the_full_score_matrix_fails_q08_tiled():
+    def full_then_blocks(q, k, v, block_size):
+        s = q @ k.T / np.sqrt(q.shape[1])  # the whole (n_q, n_k) matrix the question forbids
+        m = s.max(axis=1)
+        e = np.exp(s - m[:, None])
+        return (e @ v) / e.sum(axis=1)[:, None]
+
+    for r in (
+        self_check("q08_tiled", full_then_blocks),
+        evaluate(get_question("q08_tiled"), full_then_blocks),
+    ):
+        assert r["status"] == "error" and "score matrix" in r["hint"], r
+    q = get_question("q08_tiled")
+    assert self_check("q08_tiled", q.reference)["status"] == "passed"
+
+
+def test_every_input_type_the_spec_allows_is_on_the_public_cases():
+    def array_only(head_outputs, w_o):
+        h, n, d = head_outputs.shape  # a list has no .shape
+        return head_outputs.transpose(1, 0, 2).reshape(n, h * d) @ w_o
+
+    r = self_check("q03_concat_project", array_only)
+    assert r["status"] == "error" and "list" in r["hint"], r
+
+
+# --- 3. a cause is named only when sure ------------------------------------------------------
+
+
+def test_every_verdict_says_whether_it_names_a_cause():
+    r = self_check("q02_split_heads", lambda x, h: x[:, None].repeat(h, 1).transpose(1, 0, 2))
+    assert "cause" in r
+    assert self_check("q03_d_head", 64)["cause"] is None
+
+
+# --- 5. feedback you can read at a glance -----------------------------------------------------
+
+
+def _wrong_verdict():
+    def bare(head_outputs, w_o):
+        a = np.asarray(head_outputs)
+        return a.reshape(a.shape[1], -1) @ w_o
+
+    return dict(self_check("q03_concat_project", bare), rtol=1e-6, atol=1e-8)
+
+
+def test_the_html_verdict_has_words_an_icon_and_colour_pairs():
+    r = _wrong_verdict()
+    html = html_text(r)
+    assert "not yet" in html and "✘" in html and "#b42318" in html
+    # verdict, then what failed, then the hint, then expected versus got
+    assert (
+        html.index("not yet") < html.index("case 1") < html.index("hint") < html.index("expected")
+    )
+    # each number in its own non-breaking cell, the differing ones marked without colour too
+    assert "white-space:nowrap" in html and "•" in html and "underline" in html
+    for word, _icon, fg, bg in STYLES.values():
+        assert fg and bg and word  # every style sets both colours, and has a word
+
+
+def _luminance(hex_colour):
+    rgb = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_every_colour_pair_has_aa_contrast_whatever_the_theme():
+    from mha_helpers.grading.selfcheck import render
+
+    pairs = [(fg, bg) for _, _, fg, bg in STYLES.values()] + [(render._MARK_FG, render._MARK_BG)]
+    for fg, bg in pairs:
+        a, b = sorted((_luminance(fg), _luminance(bg)))
+        assert (b + 0.05) / (a + 0.05) >= 4.5, (fg, bg)
+
+
+def test_the_html_escapes_what_comes_from_the_answer():
+    r = dict(_wrong_verdict(), message="<script>alert(1)</script>")
+    assert "<script>" not in html_text(r)
+
+
+def test_plain_text_elsewhere_keeps_the_same_order():
+    text = plain_text(_wrong_verdict())
+    lines = text.splitlines()
+    assert lines[0] == "q03_concat_project: not yet [0/4 points]"
+    assert lines[2].startswith("  hint: ") and lines[3].startswith("  expected: ")
+    assert not re.search(r"<[a-z]", text)
+
+
+# --- 4. diagnosis by the property that breaks -------------------------------------------------
+
+
+def _softmax(s):
+    m = s.max(-1, keepdims=True)
+    e = np.exp(s - m)
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_head_group_indexing_is_diagnosed_by_which_query_heads_are_wrong():
+    def gqa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+        n, d = x.shape
+        dh = d // num_heads
+        q = (x @ w_q).reshape(n, num_heads, dh).transpose(1, 0, 2)
+        k = (x @ w_k).reshape(n, num_kv_heads, dh).transpose(1, 0, 2)
+        v = (x @ w_v).reshape(n, num_kv_heads, dh).transpose(1, 0, 2)
+        js = [min(i // num_kv_heads, num_kv_heads - 1) for i in range(num_heads)]  # the slip
+        outs = [_softmax(q[i] @ k[j].T / np.sqrt(dh)) @ v[j] for i, j in enumerate(js)]
+        return np.concatenate(outs, axis=-1) @ w_o
+
+    r = self_check("q05_gqa", gqa)
+    assert r["cause"] is None and "query head 2 is wrong" in r["hint"], r["hint"]
+    assert "i // group" in r["hint"]
+
+
+def test_an_online_update_wrong_only_where_the_maximum_rose_is_told_so():
+    def twice(m, ell, acc, scores, v_block):
+        m_new = np.maximum(m, scores.max(axis=-1))
+        r = np.exp(m - m_new)
+        p = np.exp(scores - m_new[:, None])
+        return m_new, r * ell + p.sum(-1), r[:, None] ** 2 * acc + p @ v_block  # acc twice
+
+    r = self_check("q08_online_update", twice)
+    assert r["cause"] is None and "rows where the maximum rose" in r["hint"], r["hint"]
+
+
+def test_a_count_off_by_one_term_is_told_which_term():
+    def softmax_counted(n, d_model, num_heads):
+        return 8 * n * d_model**2 + 4 * n**2 * d_model + 5 * num_heads * n**2
+
+    r = self_check("q04_flops", softmax_counted)
+    assert r["cause"] is None and "h n^2" in r["hint"] and "softmax" in r["hint"], r["hint"]
+
+
+def test_a_value_off_by_a_factor_of_the_prompt_is_told_so():
+    r = self_check("q08_mla_cache", (512 + 64) * 60 * 2 * 128)  # times the 128 heads
+    assert r["cause"] is None and "times 128" in r["hint"], r["hint"]
