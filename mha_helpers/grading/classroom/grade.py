@@ -122,8 +122,14 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         return ungraded_row(sub, "too-large", notes + [str(exc)], assignment, t.questions)
     notes += program.notes
     specs = job_questions(t, seed)
-    run = _run_until_reported(program, specs, opts)
-    report, flags = _read_report(run, program, specs, t, seed, opts, notes)
+    n_public = {
+        q.grade_id: expected_cases(q, seed)[0]
+        for q in t.questions
+        if q.grade_id in specs and q.kind == "function"
+    }
+    run = _run_until_reported(program, specs, n_public, opts)
+    run.per_cell = opts.per_cell
+    report, flags = _read_report(run, program, specs, t, n_public, notes)
     details, verdict_flags = _verdicts(t, program, report, run.skipped, seed, notes)
     notes += said.output_notes(report)
     timing = {
@@ -143,23 +149,36 @@ class _Run:
     """The runs of one program until one reported (or the retries ran out)."""
 
     outcome: bubblewrap.Outcome | None = None  # the last run's
+    public: dict | None = None  # the first report: made before any hidden case was sent
+    hidden: dict | None = None  # the last run's outputs on the hidden cases
     attempts: int = 0
     start_s: float = 0.0  # sandbox start-up, all attempts
     exec_s: float = 0.0  # execution, all attempts
     skipped_cells: set = field(default_factory=set)  # cells replaced by ``pass``
     skipped: set = field(default_factory=set)  # questions left out of the job
     deaths: list = field(default_factory=list)  # (culprit, reason) per run without a report
+    per_cell: float = 0.0  # each cell's time limit, for the notes
 
 
-def _job(program, specs: dict, run: _Run, per_cell: float) -> dict:
-    """The job for the next attempt: the program with the skipped cells as ``pass``, and the
-    questions not skipped."""
+def _job(program, specs: dict, n_public: dict, run: _Run, per_cell: float) -> tuple:
+    """The job for the next attempt (the program with the skipped cells as ``pass``, the
+    questions not skipped, with their public cases only) and the hidden cases, sent to the
+    run only once it has reported on everything else."""
     cells = [
         {"source": "pass" if i in run.skipped_cells else c["source"]}
         for i, c in enumerate(program.cells)
     ]
-    questions = [s for g, s in specs.items() if g not in run.skipped]
-    return {"cells": cells, "questions": questions, "cell_timeout": per_cell}
+    questions, hidden = [], {}
+    for g, s in specs.items():
+        if g in run.skipped:
+            continue
+        if s["kind"] == "function":
+            n = n_public.get(g, len(s["cases"]))
+            if s["cases"][n:]:
+                hidden[g] = s["cases"][n:]
+            s = dict(s, cases=s["cases"][:n])
+        questions.append(s)
+    return {"cells": cells, "questions": questions, "cell_timeout": per_cell}, hidden
 
 
 def _add_times(run: _Run, outcome) -> None:
@@ -190,21 +209,30 @@ def _skip_next(run: _Run, step, n_cells: int) -> bool:
     return True
 
 
-def _run_until_reported(program, specs: dict, opts: Options) -> _Run:
+def _run_until_reported(program, specs: dict, n_public: dict, opts: Options) -> _Run:
     """Run the program in a fresh sandbox until a run reports; after a run that died in a
-    step, run again without that step (at most :data:`MAX_RETRIES` times)."""
+    step, run again without that step (at most :data:`MAX_RETRIES` times). The report kept
+    is the first one (no attempt had been sent a hidden case before it was made); a death
+    after it (on the hidden cases) can only be in a question."""
     run = _Run()
     while True:
-        job = _job(program, specs, run, opts.per_cell)
-        outcome = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
+        job, hidden = _job(program, specs, n_public, run, opts.per_cell)
+        outcome = bubblewrap.run(
+            job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache, hidden=hidden
+        )
         run.outcome = outcome
         run.attempts += 1
         _add_times(run, outcome)
-        if outcome.report is not None:
+        if run.public is None and outcome.report is not None:
+            run.public = outcome.report
+        if outcome.report is not None and (not hidden or outcome.hidden is not None):
+            run.hidden = outcome.hidden if hidden else {}
             return run
         step = said.culprit(outcome.steps)
         if step and step[0] == "eval" and step[1] not in specs:
             step = None  # a forged step line: the grader names only its own questions
+        if outcome.report is not None and step and step[0] != "eval":
+            step = None  # after the report only questions run
         run.deaths.append((step, said.grader_reason(outcome.reason)))
         if not _skip_next(run, step, len(program.cells)):
             return run
@@ -213,14 +241,23 @@ def _run_until_reported(program, specs: dict, opts: Options) -> _Run:
 # --- check the report, in the grader's words --------------------------------------------------
 
 
-def _read_report(run: _Run, program, specs, t, seed: int, opts: Options, notes: list):
-    """The last run's report, checked against its schema and put in the grader's words, and
-    the row's flags; notes on a malformed report, each death and each cell that raised go into
-    ``notes``. A report that breaks the schema is not read at all (fail closed)."""
+def _read_report(run: _Run, program, specs, t, n_public: dict, notes: list):
+    """The first report, checked against its schema, with the hidden cases' outputs added in
+    the grader's words, and the row's flags; notes on a malformed report, each death and each
+    cell that raised go into ``notes``. A report that breaks the schema is not read at all
+    (fail closed)."""
     flags = set()
-    report = run.outcome.report if isinstance(run.outcome.report, dict) else {}
-    kinds = {g: s["kind"] for g, s in specs.items() if g not in run.skipped}
+    report = run.public if isinstance(run.public, dict) else {}
+    kinds = {g: s["kind"] for g, s in specs.items()}
     broken = check_report(report, len(program.cells), kinds) if report else []
+    hidden = run.hidden if isinstance(run.hidden, dict) else None
+    if not broken and report and hidden:
+        hidden_kinds = {g: "function" for g in specs if g in (hidden.get("answers") or {})}
+        broken = (
+            check_report(hidden, 0, hidden_kinds)
+            if set(hidden) <= {"answers"}
+            else ["hidden: unknown keys"]
+        )
     if broken:
         flags.add("flagged")
         notes.append(
@@ -228,55 +265,17 @@ def _read_report(run: _Run, program, specs, t, seed: int, opts: Options, notes: 
             "and every automatic question scores 0 (fail closed)"
         )
         report = {}
-    else:
-        report = _in_grader_words(report, program, specs, t, seed, opts)
+    elif report:
+        report = said.in_grader_words(report, t.questions, n_public)
+        report = said.with_hidden(report, hidden, n_public, t.questions, run.skipped)
     death_notes, death_flags = said.death_notes(run.deaths, program.cells)
     notes += death_notes
     flags |= death_flags
     if not report and not broken:
         notes.append("no result from the sandbox: every automatic question scores 0 (fail closed)")
-    cell_notes, cell_flags = said.cell_notes(report, program.cells, opts.per_cell)
+    cell_notes, cell_flags = said.cell_notes(report, program.cells, run.per_cell)
     notes += cell_notes
     return report, flags | cell_flags
-
-
-def _in_grader_words(report: dict, program, specs: dict, t, seed: int, opts: Options) -> dict:
-    """The report in the grader's words, with the student's own error texts from a second run
-    that had the public cases only, when there are any to show."""
-    n_public = {
-        q.grade_id: expected_cases(q, seed)[0]
-        for q in t.questions
-        if q.grade_id in specs and q.kind == "function"
-    }
-    report = said.in_grader_words(report, t.questions)
-    if report and said.has_student_text(report, t.questions, n_public):
-        public = _public_run(program, specs, n_public, opts)
-        if public:
-            report = said.with_public_texts(report, public, n_public)
-    return report
-
-
-def _public_run(program, specs: dict, n_public: dict, opts: Options) -> dict:
-    """The schema-valid report of the program run again with the public cases only (nothing
-    hidden in its memory), or ``{}``."""
-    questions = [
-        dict(spec, cases=spec["cases"][: n_public[gid]]) if spec["kind"] == "function" else spec
-        for gid, spec in specs.items()
-    ]
-    job = {
-        "cells": [{"source": c["source"]} for c in program.cells],
-        "questions": questions,
-        "cell_timeout": opts.per_cell,
-    }
-    try:
-        out = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
-    except Exception:
-        return {}
-    other = out.report if isinstance(out.report, dict) else {}
-    kinds = {g: s["kind"] for g, s in specs.items()}
-    if check_report(other, len(program.cells), kinds):
-        return {}
-    return other
 
 
 # --- verdicts from the rules ------------------------------------------------------------------
