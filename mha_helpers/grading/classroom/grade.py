@@ -48,8 +48,15 @@ from ..sandbox.report_schema import check_report
 from . import report as said
 from .assignments import expected_cases, identify, job_questions, load_templates
 from .collect import Rejected, Submission, collect, read_notebook
-from .row import UNISOLATED_NOTE, graded_row, resolve_copies, ungraded_row, without_paths
-from .untrusted import clean_row, clean_text
+from .row import (
+    UNISOLATED_NOTE,
+    _same_file,
+    graded_row,
+    resolve_copies,
+    ungraded_row,
+    without_paths,
+)
+from .untrusted import clean_row, clean_text, normalise_name
 
 __all__ = [
     "grade_paths",
@@ -69,17 +76,49 @@ class Options:
     max_bytes: int = 10 * 2**20
     isolate: bool = True
     mpl_cache: str | None = None
+    max_notebooks: int = 3  # notebooks graded per student per assignment (the latest count)
+    student_seconds: float | None = None  # sandbox time per student per assignment (2 x timeout)
+    budget: Budget | None = None  # made by grade_submissions
 
     @property
     def per_cell(self) -> float:
         return self.cell_timeout or max(2.0, min(20.0, self.timeout / 3))
 
-    def limits(self) -> bubblewrap.Limits:
+    @property
+    def student_budget(self) -> float:
+        return float(self.student_seconds if self.student_seconds is not None else 2 * self.timeout)
+
+    def limits(self, wall: float | None = None) -> bubblewrap.Limits:
+        wall = self.timeout if wall is None else wall
         return bubblewrap.Limits(
             memory_bytes=self.memory_mb * 2**20,
-            cpu_seconds=int(self.timeout) + 5,
-            wall_seconds=self.timeout,
+            cpu_seconds=int(wall) + 5,
+            wall_seconds=wall,
         )
+
+
+class Budget:
+    """Sandbox time left per (student, assignment): shared by all of that student's notebooks
+    of the assignment and every run of each (retries included). A run reserves its wall-clock
+    limit before it starts (so two workers cannot both spend the same seconds) and gives back
+    what it did not use."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.left, self.lock = float(seconds), {}, threading.Lock()
+
+    def reserve(self, key, want: float) -> float:
+        """Seconds for the next run (0 when less than one is left)."""
+        with self.lock:
+            left = self.left.setdefault(key, self.seconds)
+            take = min(float(want), left)
+            if take < 1.0:
+                return 0.0
+            self.left[key] = left - take
+            return take
+
+    def refund(self, key, unused: float) -> None:
+        with self.lock:
+            self.left[key] = self.left.get(key, 0.0) + max(0.0, float(unused))
 
 
 # --- one submission -------------------------------------------------------------------------
@@ -127,7 +166,8 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         for q in t.questions
         if q.grade_id in specs and q.kind == "function"
     }
-    run = _run_until_reported(program, specs, n_public, opts)
+    key = (normalise_name(sub.student_id).casefold(), assignment)
+    run = _run_until_reported(program, specs, n_public, opts, key)
     run.per_cell = opts.per_cell
     report, flags = _read_report(run, program, specs, t, n_public, notes)
     details, verdict_flags = _verdicts(t, program, report, run.skipped, seed, notes)
@@ -158,6 +198,7 @@ class _Run:
     skipped: set = field(default_factory=set)  # questions left out of the job
     deaths: list = field(default_factory=list)  # (culprit, reason) per run without a report
     per_cell: float = 0.0  # each cell's time limit, for the notes
+    out_of_budget: bool = False  # a run was not made: the student's time budget was used up
 
 
 def _job(program, specs: dict, n_public: dict, run: _Run, per_cell: float) -> tuple:
@@ -209,17 +250,24 @@ def _skip_next(run: _Run, step, n_cells: int) -> bool:
     return True
 
 
-def _run_until_reported(program, specs: dict, n_public: dict, opts: Options) -> _Run:
+def _run_until_reported(program, specs: dict, n_public: dict, opts: Options, key=None) -> _Run:
     """Run the program in a fresh sandbox until a run reports; after a run that died in a
-    step, run again without that step (at most :data:`MAX_RETRIES` times). The report kept
-    is the first one (no attempt had been sent a hidden case before it was made); a death
-    after it (on the hidden cases) can only be in a question."""
+    step, run again without that step (at most :data:`MAX_RETRIES` times), while the
+    student's time budget (:class:`Budget`) lasts. The report kept is the first one (no
+    attempt had been sent a hidden case before it was made); a death after it (on the hidden
+    cases) can only be in a question."""
     run = _Run()
     while True:
         job, hidden = _job(program, specs, n_public, run, opts.per_cell)
+        wall = opts.budget.reserve(key, opts.timeout) if opts.budget else opts.timeout
+        if wall <= 0:
+            run.out_of_budget = True
+            return run
         outcome = bubblewrap.run(
-            job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache, hidden=hidden
+            job, opts.limits(wall), isolate=opts.isolate, mpl_cache=opts.mpl_cache, hidden=hidden
         )
+        if opts.budget:
+            opts.budget.refund(key, wall - max(0.0, outcome.end - outcome.spawn))
         run.outcome = outcome
         run.attempts += 1
         _add_times(run, outcome)
@@ -271,7 +319,13 @@ def _read_report(run: _Run, program, specs, t, n_public: dict, notes: list):
     death_notes, death_flags = said.death_notes(run.deaths, program.cells)
     notes += death_notes
     flags |= death_flags
-    if not report and not broken:
+    if run.out_of_budget:
+        flags.add("timeout")
+        notes.append(
+            "not run (again): this student's sandbox time for the assignment is used up "
+            "(--student-budget); what did not run scores 0"
+        )
+    if not report and not broken and run.outcome is not None:
         notes.append("no result from the sandbox: every automatic question scores 0 (fail closed)")
     cell_notes, cell_flags = said.cell_notes(report, program.cells, run.per_cell)
     notes += cell_notes
@@ -382,17 +436,65 @@ def grade_submissions(
     seed = secrets.randbits(63) if seed is None else int(seed)
     bar = Progress(len(subs), enabled=progress)
     opts.mpl_cache = bubblewrap.warm_matplotlib()
+    opts.budget = Budget(opts.student_budget)
+    capped = over_the_cap(subs, templates, opts, picks)
 
-    def one(sub):
+    def one(item):
+        i, sub = item
+        if i in capped:
+            note, a = capped[i]
+            row = ungraded_row(sub, "refused", [note], a, templates[a].questions)
+        else:
+            row = grade_submission(sub, templates, opts, seed)
         # The trust boundary for text: every string of the row is cleaned here, once.
-        row = clean_row(grade_submission(sub, templates, opts, seed))
+        row = clean_row(row)
         bar.step(clean_text(sub.student, max_chars=40))
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-        rows = list(pool.map(one, subs))
+        rows = list(pool.map(one, enumerate(subs)))
     resolve_copies(rows, subs, picks)
     return [clean_row(r) for r in rows]
+
+
+def over_the_cap(subs, templates, opts: Options, picks=None) -> dict:
+    """{index: (note, assignment)} of the notebooks not graded because their student handed in more than
+    ``opts.max_notebooks`` of one assignment: the latest ones (the order
+    :func:`.row.resolve_copies` counts them in, the instructor's pick first) are graded. Only
+    students with that many notebooks in all are read ahead of grading."""
+    per_student: dict = {}
+    for i, sub in enumerate(subs):
+        if not sub.status and sub.path is not None:
+            per_student.setdefault(normalise_name(sub.student_id).casefold(), []).append(i)
+    groups: dict = {}
+    for sid, idx in per_student.items():
+        if len(idx) <= opts.max_notebooks:
+            continue
+        for i in idx:
+            try:
+                nb, _ = read_notebook(Path(subs[i].path), opts.max_bytes)
+                assignment = identify(nb, templates)[0]
+            except Exception:
+                continue
+            if assignment:
+                groups.setdefault((sid, assignment), []).append(i)
+    capped = {}
+    for key, idx in groups.items():
+        picked = (picks or {}).get(key)
+        idx.sort(
+            key=lambda i: (
+                subs[i].picked or _same_file(subs[i].shown, picked),
+                tuple(subs[i].rank),
+            ),
+            reverse=True,
+        )
+        for i in idx[opts.max_notebooks :]:
+            capped[i] = (
+                f"not graded: more than {opts.max_notebooks} notebooks of {key[1]} from this "
+                f"student (--max-notebooks); the latest {opts.max_notebooks} were graded",
+                key[1],
+            )
+    return capped
 
 
 def grade_paths(
@@ -406,6 +508,8 @@ def grade_paths(
     memory_mb: int = 2048,
     max_bytes: int = 10 * 2**20,
     isolate: bool = True,
+    max_notebooks: int = 3,
+    student_seconds: float | None = None,
 ) -> list[dict]:
     """Grade every submission under ``paths``; return one row (a dict) per submission.
 
@@ -414,7 +518,8 @@ def grade_paths(
     notes`` and ``timing``. ``file`` is the path graded, ``shown`` the same relative to the
     folder given (what the gradebook and feedback show).
     ``seed`` fixes the hidden cases (default: a new one every run). ``course`` is the course
-    folder (default: the one around the current directory).
+    folder (default: the one around the current directory). ``max_notebooks`` and
+    ``student_seconds`` are the per-student budget (see :class:`Budget`, :func:`over_the_cap`).
     """
     course = course if isinstance(course, Course) else find_course(course)
     templates = load_templates(course)
@@ -426,6 +531,8 @@ def grade_paths(
             memory_mb=memory_mb,
             max_bytes=max_bytes,
             isolate=isolate,
+            max_notebooks=max_notebooks,
+            student_seconds=student_seconds,
         )
         return grade_submissions(collection.submissions, templates, jobs, opts, seed, progress)
     finally:

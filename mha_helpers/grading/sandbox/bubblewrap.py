@@ -68,6 +68,7 @@ __all__ = [
     "BWRAP_FAILED_HELP",
     "warm_matplotlib",
     "layout",
+    "unbounded",
 ]
 
 PRELUDE = Path(__file__).with_name("prelude.py")
@@ -294,7 +295,11 @@ def _installation_mounts(venv: Path | None, sites: list, protected: list) -> tup
             real = Path(p).resolve()
         except OSError:
             continue
-        if not real.is_dir() or (venv is not None and _inside(real, venv)):
+        try:
+            if not real.is_dir() or (venv is not None and _inside(real, venv)):
+                continue
+        except OSError:  # a folder this user cannot look into
+            problems.append(f"{real} cannot be read: not mounted")
             continue
         if not _mountable(real, protected):
             problems.append(f"{real} holds the home or course folder: not mounted")
@@ -483,10 +488,34 @@ def _probe() -> tuple[str, str] | None:
     if seccomp_filter() is None:
         return "failed", f"no system-call allowlist for this processor ({platform.machine()})"
     out = run({"probe": True}, Limits(wall_seconds=30), _probe_only=True)
+    lines = out.stderr.splitlines()
+    modes = [x.split(": ", 1)[1] for x in lines if x.startswith("mha-prelude: ")]
+    _PRELUDE_MODE.append(modes[-1] if modes else "none")
     if out.report == {"probe": "sandbox works"}:
         return None
-    detail = out.stderr.strip() or out.reason or "no output"
-    return "failed", detail
+    detail = "\n".join(x for x in lines if not x.startswith("mha-prelude: ")).strip()
+    return "failed", detail or out.reason or "no output"
+
+
+_PRELUDE_MODE: list = []  # what the probe's prelude said: "private", or "fallback (why)"
+
+
+def unbounded() -> list[str]:
+    """What of the sandbox's memory is not bounded on this machine (empty when all of it is):
+    with a cgroup every page is counted; without one, the prelude's tmpfs has an inode cap
+    and the allowlist leaves no other path that we know of. Only where the prelude could not
+    make its own mount namespace (bubblewrap's own tmpfs then has a size cap only) is
+    something left."""
+    if _probe() is not None or cgroups.accounting() != "rlimits":
+        return []
+    mode = _PRELUDE_MODE[-1] if _PRELUDE_MODE else "none"
+    if mode == "private":
+        return []
+    return [
+        "no cgroup, and the sandbox's tmpfs has no inode cap here "
+        f"(the prelude: {mode}): its files and folders (about 1 KiB of kernel memory each, up "
+        "to about an eighth of the machine's memory in all) are not counted by any limit"
+    ]
 
 
 def probe() -> str | None:

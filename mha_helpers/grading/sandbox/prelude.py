@@ -94,6 +94,24 @@ def _drop(spec) -> None:
             raise SystemExit(126)
 
 
+def _exec_dropped(spec, argv) -> None:
+    """Drop the uid (for root) and become ``argv``. The program is opened first, so a
+    bubblewrap the dropped uid could not reach by its path (one under ``/root``) still runs:
+    by its descriptor, which is closed on exec (left open only for a script, which needs it)."""
+    fd = None
+    if spec.get("drop"):
+        fd = os.open(argv[0], os.O_RDONLY | os.O_CLOEXEC)
+        if os.pread(fd, 2, 0) == b"#!":
+            os.set_inheritable(fd, True)
+    _drop(spec)
+    try:
+        os.execv(argv[0], argv)
+    except PermissionError:
+        if fd is None:
+            raise
+        os.execve(fd, argv, dict(os.environ))
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     try:
@@ -110,8 +128,11 @@ def main() -> None:
         argv, mode = spec["fallback"], f"fallback ({exc.strerror or exc})"
     if spec.get("announce"):
         os.write(2, f"mha-prelude: {mode}\n".encode())
-    _drop(spec)
-    os.execv(argv[0], argv)
+    try:
+        _exec_dropped(spec, argv)
+    except OSError as exc:
+        os.write(2, f"could not start {argv[0]}: {exc.strerror or exc}\n".encode())
+        os._exit(127)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,14 @@ from __future__ import annotations
 import platform
 import struct
 
-__all__ = ["seccomp_program", "ALLOWED", "DENIED_ON_PURPOSE", "DENIED_NUMBERS", "AUDIT_ARCH"]
+__all__ = [
+    "seccomp_program",
+    "ALLOWED",
+    "DENIED_ON_PURPOSE",
+    "DENIED_NUMBERS",
+    "AUDIT_ARCH",
+    "SIGNAL_ARG",
+]
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
@@ -202,7 +209,20 @@ DENIED_NUMBERS = {
 # fmt: on
 
 
-_LD_ABS, _JEQ, _JSET, _RET = 0x20, 0x15, 0x45, 0x06
+_LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+
+# Calls that send a signal, with the index of the signal's argument. A real-time signal (32 and
+# up) queues one kernel record per send, and a signal a process sends itself is not counted
+# against RLIMIT_SIGPENDING: with no cgroup, nothing would bound that memory. They are refused;
+# the classic signals (which do not queue) are allowed.
+SIGNAL_ARG = {
+    "kill": 1,
+    "tkill": 1,
+    "tgkill": 2,
+    "rt_sigqueueinfo": 1,
+    "rt_tgsigqueueinfo": 2,
+    "pidfd_send_signal": 1,
+}
 _ALLOW, _ERRNO, _KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
 _EPERM, _ENOSYS = 1, 38
 _CLONE3 = 435
@@ -227,7 +247,18 @@ def seccomp_program(arch: str | None = None) -> bytes | None:
     if arch == "x86_64":  # the x32 ABI sets bit 30 of the call number
         prog += [_ins(_JSET, 0, 1, 0x40000000), _ins(_RET, 0, 0, _KILL_PROCESS)]
     prog += [_ins(_JEQ, 0, 1, _CLONE3), _ins(_RET, 0, 0, _ERRNO | _ENOSYS)]
-    for nr in sorted(ALLOWED[arch].values()):
+    signalling = {
+        ALLOWED[arch][name]: arg for name, arg in SIGNAL_ARG.items() if name in ALLOWED[arch]
+    }
+    for nr, arg in sorted(signalling.items()):  # a real-time signal queues: refused
+        prog += [
+            _ins(_JEQ, 0, 4, nr),
+            _ins(_LD_ABS, 0, 0, 16 + 8 * arg),  # the low half of the signal's argument
+            _ins(_JGE, 0, 1, 32),
+            _ins(_RET, 0, 0, _ERRNO | _EPERM),
+            _ins(_RET, 0, 0, _ALLOW),
+        ]
+    for nr in sorted(set(ALLOWED[arch].values()) - set(signalling)):
         prog += [_ins(_JEQ, 0, 1, nr), _ins(_RET, 0, 0, _ALLOW)]
     prog.append(_ins(_RET, 0, 0, _ERRNO | _EPERM))
     return b"".join(prog)
