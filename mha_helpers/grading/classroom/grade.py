@@ -24,9 +24,10 @@ outputs                :mod:`.gradebook`, :mod:`.feedback`, :mod:`.lms` (by     
 How one submission is graded: read its bytes (never written, links never followed, size
 capped); find its assignment (notebook metadata, else its answer cells' grade_ids); build the
 program from the released template with the learner's answer cells and added cells in place;
-run it in a fresh sandbox with the public cases and fresh hidden cases (a new seed per run);
-judge every answer here. If the program dies during a step (``os._exit``, a signal, the memory
-limit, a timeout) it runs again without that step, so the other answers still count.
+run it in a fresh sandbox with the public cases, and send it fresh hidden cases (a new seed per
+run) only once its report has come back; judge every answer here. If the program dies during a
+step (``os._exit``, a signal, the memory limit, a timeout) it runs again without that step, so
+the other answers still count, while the student's time budget lasts (:class:`Budget`).
 """
 
 from __future__ import annotations

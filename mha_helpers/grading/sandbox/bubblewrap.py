@@ -15,7 +15,12 @@ and what each does not):
   without its self-check data. Files of the installation that name the course folder
   (editable-install hooks, ``direct_url.json``) are hidden. No ``/proc`` and no ``/sys``: no
   process's command line, mount table or environment to read;
-* **one writable folder**, ``/sandbox``, a tmpfs capped in size;
+* **an unprivileged uid outside, whoever grades**: :mod:`.prelude` runs between the grader
+  and bubblewrap; when the grader is root it drops to :data:`DROP_UID` first, so the
+  sandbox's user never maps to root and owns nothing on the machine (it reads the
+  installation through the prelude's private mounts);
+* **one writable folder**, ``/sandbox``, a tmpfs capped in size and in files (``nr_inodes``,
+  mounted by the prelude; bubblewrap's own, size only, where the prelude cannot);
 * **a default-deny system-call allowlist** (:mod:`.seccomp`): moby's default profile minus
   processes and threads, keyrings, ``ptrace``, shared memory, namespaces and mounts,
   ``io_uring``, ``bpf``, ``perf_event_open``, ``userfaultfd`` and sockets;
@@ -29,7 +34,8 @@ and what each does not):
   everything in it), besides bubblewrap's own process group.
 
 The report comes back on the sandbox's stdout, read here with a size cap and a deadline; it is
-untrusted data (see :mod:`.report_schema`). Where no sandbox can be made (no ``bwrap``, macOS, a
+untrusted data (see :mod:`.report_schema`). The hidden cases (``run(..., hidden=...)``) go in
+only after the first ``result`` line has come out, so that report was made without them. Where no sandbox can be made (no ``bwrap``, macOS, a
 container without user namespaces), :func:`probe` says why and grading refuses to run unless
 the instructor passes ``--unsafe-no-sandbox``, which runs the same runner as a plain
 subprocess with the same rlimits (and says so on every row).
