@@ -94,6 +94,14 @@ def attacks() -> dict:
             GID, _on_hidden("w[...] = 0.5\nreturn np.concatenate(list(h), axis=-1) @ w")
         ),
         "exit_code": with_answer(GID, _on_hidden("import os\nos._exit(int(_ints([w])[:6]) % 256)")),
+        "chosen_signal": with_answer(
+            GID,
+            _on_hidden(
+                "import os, signal\n"
+                "sigs = [signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2]\n"
+                "os.kill(os.getpid(), sigs[int(_ints([w])[:6]) % 4])"
+            ),
+        ),
     }
 
 
@@ -165,3 +173,6 @@ def test_no_hidden_input_reaches_feedback_notes_or_the_console(graded, capfd):
         assert not found, (where, sorted(found)[:5])
     for name in ("E", "f_"):  # no name the program chose after it had the hidden cases
         assert not re.search(rf"\b{name}\d", texts["gradebook"])
+    for text in texts.values():  # nor which signal ended it, or with which code
+        assert not re.search(r"SIG[A-Z]{2,}|exit(ed)? (with )?code \d", text), text[:300]
+    assert "while checking q03_concat_project: it stopped" in texts["gradebook"]

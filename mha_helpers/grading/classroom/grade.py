@@ -282,7 +282,10 @@ def _run_until_reported(program, specs: dict, n_public: dict, opts: Options, key
             step = None  # a forged step line: the grader names only its own questions
         if outcome.report is not None and step and step[0] != "eval":
             step = None  # after the report only questions run
-        run.deaths.append((step, said.grader_reason(outcome.reason)))
+        why = said.grader_reason(outcome.reason)
+        if outcome.report is not None:  # on the hidden cases: which signal, which code, its choice
+            why = "it ran out of time" if why in ("timeout", "cpu-time") else "it stopped"
+        run.deaths.append((step, why))
         if not _skip_next(run, step, len(program.cells)):
             return run
 

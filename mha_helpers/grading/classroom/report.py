@@ -146,7 +146,8 @@ def death_notes(deaths: list, cells: list) -> tuple[list, set]:
         elif step and step[0] == "eval":
             where = f"while checking {step[1]}"
         notes.append(f"the program stopped {where}: {reason}")
-        flags.add("timeout" if reason in ("timeout", "cpu-time") else "kernel-died")
+        timed_out = reason in ("timeout", "cpu-time", "it ran out of time")
+        flags.add("timeout" if timed_out else "kernel-died")
     return notes, flags
 
 
