@@ -546,6 +546,7 @@ def export_command(args) -> int:
     """``mha-course export GRADEBOOK --to canvas|moodle --roster FILE --out FILE``: exit 0 when
     every roster student's grade was written, 1 when something needs a look (a student or an
     assignment not matched, written answers still pending), 2 for a usage error."""
+    safe_console()  # names and paths from the gradebook and the roster: cleaned on the console
 
     def usage(message):
         print(f"mha-course export: {message}", file=sys.stderr)
