@@ -40,7 +40,8 @@ STATUSES = {
     "timeout": "a cell, a function call or the whole notebook ran out of time",
     "memory": "a cell or function call ran out of memory",
     "superseded": "another copy of this assignment from the same student counts (see notes)",
-    "refused": "not graded: a symbolic link, or an unsafe or unreadable archive (see notes)",
+    "refused": "not graded: a symbolic link, an unsafe or unreadable archive, or more notebooks "
+    "of this assignment than are graded per student (see notes)",
     "unknown-assignment": "no assignment of the course matches this notebook",
     "not-a-notebook": "JSON, but not a Jupyter notebook (or a folder)",
     "not-json": "not readable as JSON (or not UTF-8)",
