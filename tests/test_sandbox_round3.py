@@ -70,7 +70,8 @@ OWNS_NOTHING = textwrap.dedent(
     with open("/sandbox/work/mine.txt", "w") as f:
         f.write("its own file, in its own tmpfs")
     time.sleep(1.0)
-    seen = json.dumps(wrong)
+    null = os.stat("/dev/null")
+    seen = json.dumps({"wrong": wrong, "null": [null.st_dev, null.st_ino]})
     """
 )
 
@@ -155,10 +156,13 @@ def test_the_sandbox_owns_nothing_outside_whoever_runs_the_grader(who):
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["report"], result["why"]
-    assert json.loads(codec.decode(result["report"]["answers"]["seen"]["value"])) == []
+    seen = json.loads(codec.decode(result["report"]["answers"]["seen"]["value"]))
+    assert seen["wrong"] == []
     assert result["uids"] and 0 not in result["uids"], result["uids"]  # never root outside
+    host = os.stat("/dev/null")
     if who == "root":
         assert set(result["uids"]) == {bubblewrap.DROP_UID}
+        assert seen["null"] != [host.st_dev, host.st_ino]  # its own node, made for this run
 
 
 # --- item 4: memory without a cgroup ---------------------------------------------------------

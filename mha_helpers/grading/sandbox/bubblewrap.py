@@ -412,8 +412,10 @@ def _bwrap_args(
     args += ["--ro-bind", src(str(lay.stage / "mha_helpers")), f"{INNER_PACKAGE_ROOT}/mha_helpers"]
     if mpl_cache:
         args += ["--ro-bind", src(mpl_cache), "/mplcache"]
+    own_devices = bool(reach) and os.geteuid() == 0  # the prelude made them (see there)
     for dev in ("null", "zero", "urandom", "random"):
-        args += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
+        node = os.path.join(reach, "dev", dev) if own_devices else f"/dev/{dev}"
+        args += ["--dev-bind", node, f"/dev/{dev}"]
     if reach:
         args += ["--bind", os.path.join(reach, "sandbox"), WRITABLE]
     else:
@@ -461,6 +463,7 @@ def _prelude_argv(limits, mpl_cache, seccomp_fd, info_fd, inner, cgroup, announc
         "argv": _bwrap_args(limits, mpl_cache, seccomp_fd, info_fd, _reach()) + tail,
         "fallback": _bwrap_args(limits, mpl_cache, seccomp_fd, info_fd) + tail,
         "announce": announce,
+        "devices": root,
     }
     return [sys.executable, "-I", "-S", str(PRELUDE), json.dumps(spec)]
 

@@ -11,12 +11,15 @@ library (it starts without ``site``). In order, it
    every folder and file the sandbox mounts from the instructor's side (the Python
    installation, the package copy, the font cache): bubblewrap then reads them through a path
    an unprivileged uid can walk, even when the real one is under ``/root``;
-4. mounts the sandbox's writable tmpfs with a size cap **and an inode cap** (``nr_inodes``:
+4. when the grader is root, makes the sandbox's ``/dev/null``, ``zero``, ``random`` and
+   ``urandom`` afresh in a tmpfs of this run (the same devices, new nodes: nothing one
+   sandbox does to them is seen by the next);
+5. mounts the sandbox's writable tmpfs with a size cap **and an inode cap** (``nr_inodes``:
    tmpfs keeps every file, directory and extended attribute in kernel memory that ``size``
    does not count, about 1 KiB each);
-5. when the grader is root, drops every group and becomes the unprivileged ``drop`` uid, so
+6. when the grader is root, drops every group and becomes the unprivileged ``drop`` uid, so
    the sandbox's user maps to that uid outside, never to root: it owns nothing on the machine;
-6. becomes ``argv`` (bubblewrap).
+7. becomes ``argv`` (bubblewrap).
 
 When step 2 is refused (a kernel or AppArmor policy that lets only ``bwrap`` make user
 namespaces), it becomes ``fallback`` instead: bubblewrap with its own tmpfs (size cap, no inode
@@ -26,9 +29,11 @@ cap) and, for root, the same drop of uid. With ``announce`` it first says which 
 import ctypes
 import json
 import os
+import stat
 import sys
 
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+DEVICES = {"null": (1, 3), "zero": (1, 5), "random": (1, 8), "urandom": (1, 9)}
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 
 
@@ -77,6 +82,14 @@ def _build(libc, spec) -> None:
         else:
             os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
         _mount(libc, src, target, None, MS_BIND | MS_REC)
+    if spec.get("devices"):  # root: device nodes of its own, fresh for every run
+        devices = os.path.join(reach, "dev")
+        os.mkdir(devices, 0o755)
+        _mount(libc, "tmpfs", devices, "tmpfs", MS_NOSUID, "mode=0755,size=16k,nr_inodes=16")
+        for name, (major, minor) in DEVICES.items():
+            path = os.path.join(devices, name)
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+            os.chmod(path, 0o666)  # past the umask
     t = spec["tmpfs"]
     target = os.path.join(reach, "sandbox")
     os.mkdir(target, 0o755)
