@@ -18,7 +18,8 @@ and what each does not):
 * **an unprivileged uid outside, whoever grades**: :mod:`.prelude` runs between the grader
   and bubblewrap; when the grader is root it drops to :data:`DROP_UID` first, so the
   sandbox's user never maps to root and owns nothing on the machine (it reads the
-  installation through the prelude's private mounts);
+  installation through the prelude's private mounts, and its device nodes are made afresh
+  for each run); no call that sets a file time or an extended attribute is allowed;
 * **one writable folder**, ``/sandbox``, a tmpfs capped in size and in files (``nr_inodes``,
   mounted by the prelude; bubblewrap's own, size only, where the prelude cannot);
 * **a default-deny system-call allowlist** (:mod:`.seccomp`): moby's default profile minus
