@@ -134,7 +134,7 @@ def _cmd_export(args) -> int:
 def _cmd_validate(args) -> int:
     from .grading.classroom.validate import validate_command
 
-    return validate_command(args.notebooks, timeout=args.timeout)
+    return validate_command(args.notebooks, timeout=args.timeout, unsafe=args.unsafe_no_sandbox)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,7 +248,32 @@ def _add_grade(sub) -> None:
         help="grade WITHOUT the operating-system sandbox (student code can then read "
         "and change your files); only for submissions you trust",
     )
+    _add_budget_options(p)
     p.set_defaults(func=_cmd_grade)
+
+
+def _add_budget_options(p) -> None:
+    """What one student may cost: notebooks and sandbox time per assignment (issue 31)."""
+    p.add_argument(
+        "--max-notebooks",
+        type=int,
+        default=3,
+        metavar="N",
+        help="notebooks graded per student per assignment (the latest N; the rest are refused)",
+    )
+    p.add_argument(
+        "--student-budget",
+        type=float,
+        metavar="S",
+        help="sandbox seconds per student per assignment, all notebooks and reruns together "
+        "(default: 2 x --timeout)",
+    )
+    p.add_argument(
+        "--allow-unbounded-memory",
+        action="store_true",
+        help="grade where the sandbox's memory cannot all be bounded (no cgroup and no "
+        "inode-capped tmpfs); the command says what is not bounded",
+    )
 
 
 def _add_export(sub) -> None:
@@ -295,6 +320,12 @@ def _add_validate(sub) -> None:
     )
     p.add_argument("notebooks", nargs="+", type=Path)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook")
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="where no sandbox can be made, run your OWN notebook anyway, unisolated: its code "
+        "runs with your permissions and can read and change your files",
+    )
     p.set_defaults(func=_cmd_validate)
 
 

@@ -146,7 +146,7 @@ def test_validate_refuses_a_notebook_inside_a_course_without_a_sandbox(
     monkeypatch.setattr(bubblewrap, "probe", lambda: "no bwrap here (test)")
     marker = tmp_path / "ran.txt"
     nb = _marking_notebook(_course_folder(tmp_path) / "submissions", marker)
-    assert main(["validate", str(nb)]) == 1
+    assert main(["validate", str(nb), "--unsafe-no-sandbox"]) == 1
     out = capsys.readouterr().out
     assert "refusing to run it: it is inside the course folder" in out
     assert not marker.exists()
@@ -157,16 +157,34 @@ def test_validate_refuses_someone_elses_notebook_without_a_sandbox(tmp_path, mon
     marker = tmp_path / "ran.txt"
     nb = _marking_notebook(tmp_path / "inbox", marker)
     monkeypatch.setattr(validate.os, "getuid", lambda: os.stat(nb).st_uid + 1)
-    assert main(["validate", str(nb)]) == 1
+    assert main(["validate", str(nb), "--unsafe-no-sandbox"]) == 1
     assert "it belongs to another user" in capsys.readouterr().out
     assert not marker.exists()
 
 
-def test_validate_runs_a_learners_own_notebook_without_a_sandbox(tmp_path, monkeypatch, capsys):
+def test_validate_runs_nothing_unsandboxed_without_the_flag_that_names_the_risk(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 31 item 8: even a learner's own notebook outside any course folder."""
     monkeypatch.setattr(bubblewrap, "probe", lambda: "no bwrap here (test)")
     marker = tmp_path / "ran.txt"
     nb = _marking_notebook(tmp_path / "mine", marker)
-    main(["validate", str(nb)])
+    assert main(["validate", str(nb)]) == 1
+    out = capsys.readouterr().out
+    assert "--unsafe-no-sandbox" in out and "with your permissions" in out
+    assert not marker.exists()
+    for where in (_course_folder(tmp_path) / "submissions", tmp_path / "inbox"):  # any notebook
+        assert main(["validate", str(_marking_notebook(where, marker))]) == 1
+        assert not marker.exists()
+
+
+def test_validate_runs_a_learners_own_notebook_without_a_sandbox_when_asked(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(bubblewrap, "probe", lambda: "no bwrap here (test)")
+    marker = tmp_path / "ran.txt"
+    nb = _marking_notebook(tmp_path / "mine", marker)
+    main(["validate", str(nb), "--unsafe-no-sandbox"])
     assert "q03_d_head: passed" in capsys.readouterr().out
     assert marker.exists()  # it did run, as the learner's own code on their own machine
 

@@ -224,6 +224,7 @@ LAYERS = (
             f"{G}.sandbox.bubblewrap",
             f"{G}.sandbox.process",
             f"{G}.sandbox.cgroups",
+            f"{G}.sandbox.prelude",
             f"{G}.sandbox.seccomp",
             f"{G}.sandbox.limits",
             f"{G}.sandbox.inside.runner",

@@ -602,9 +602,13 @@ def test_input_transformer_cannot_rewrite_course_cells(batch):
 
 
 def test_a_forged_report_claims_nothing_the_answer_does_not_compute(batch):
+    """A result line written by student code before the runner's own is the report (the
+    grader sends the hidden cases once the first one arrives, so nothing after it may be
+    quoted): it claims one output, which scores nothing, and the questions it leaves out score
+    nothing either. Forging can only lose points."""
     row = batch["row"]("forges_report")
     assert row["points"]["q03_concat_project"] == 0
-    assert others_full(row, {"q03_concat_project"})
+    assert row["total"] == 0, row["points"]
 
 
 def test_a_malformed_report_is_flagged_and_scores_nothing(batch):
@@ -803,7 +807,7 @@ def test_feedback_never_shows_hidden_inputs_or_outputs(batch):
         leaked = [n for n in hidden if n in text]
         assert not leaked, (path.name, leaked[:3])
     text = (batch["feedback"] / "leaks_hidden.md").read_text(encoding="utf-8")
-    assert "hidden cases raised ValueError" in text
+    assert "hidden cases raised an exception" in text  # which one: the program's choice
 
 
 def test_feedback_names_passed_failed_and_written_questions(batch):

@@ -29,11 +29,20 @@ def test_a_run_is_retried_without_the_step_that_killed_it():
 
 def test_the_job_for_a_retry_runs_pass_for_a_skipped_cell_and_leaves_out_a_question():
     program = SimpleNamespace(cells=[{"source": "x = 1"}, {"source": "import os; os._exit(0)"}])
-    specs = {"q_a": {"grade_id": "q_a"}, "q_b": {"grade_id": "q_b"}}
+    specs = {
+        "q_a": {"grade_id": "q_a", "kind": "value"},
+        "q_b": {"grade_id": "q_b", "kind": "value"},
+        "q_c": {"grade_id": "q_c", "kind": "function", "cases": ["p0", "p1", "h0", "h1"]},
+    }
     run = grade._Run(skipped_cells={1}, skipped={"q_b"})
-    job = grade._job(program, specs, run, per_cell=3.0)
+    job, hidden = grade._job(program, specs, {"q_c": 2}, run, per_cell=3.0)
     assert job["cells"] == [{"source": "x = 1"}, {"source": "pass"}]
-    assert job["questions"] == [{"grade_id": "q_a"}] and job["cell_timeout"] == 3.0
+    assert job["questions"] == [
+        {"grade_id": "q_a", "kind": "value"},
+        {"grade_id": "q_c", "kind": "function", "cases": ["p0", "p1"]},  # public cases only
+    ]
+    assert job["cell_timeout"] == 3.0
+    assert hidden == {"q_c": ["h0", "h1"]}  # sent only after the report
 
 
 def test_the_step_a_program_died_in_is_named_in_the_notes_and_flags_the_row():
@@ -71,27 +80,57 @@ def test_a_cell_that_raised_is_noted_with_its_numbers_masked():
 def test_feedback_repeats_only_the_graders_words_of_a_report():
     q = SimpleNamespace(grade_id="q_a", kind="function", reference=lambda heads, w_o: None)
     rep = {
-        "cells": [{"error": {"type": "EvilError\x1b[31m", "message": "hidden 0.123"}}],
+        "cells": [{"error": {"type": "EvilError\x1b[31m", "message": "bad \x1b[2Jshape"}}],
         "answers": {
             "q_a": {
                 "status": "ok",
                 "results": [
-                    {"value": 1, "raised": ["ValueError", "case 5: 0.77"], "mutated": ["w_o"]},
+                    {"value": 1, "raised": ["ValueError", "bad \x1b[2Jshape"], "mutated": ["w_o"]},
                     {"value": 2, "raised": None, "mutated": ["secret_name"], "where": {"line": 3}},
+                    {"value": 3, "raised": ["ValueError", "a row past the public cases"]},
                 ],
             }
         },
     }
-    said = report.in_grader_words(rep, [q])
-    assert said["cells"][0]["error"] == {"type": "Exception"}  # not a known exception name
-    first, second = said["answers"]["q_a"]["results"]
-    assert first["raised"] == ["ValueError", ""] and first["mutated"] == ["w_o"]
-    assert second["mutated"] == ["one of the arguments"] and second["where"] is None
-    assert rep["cells"][0]["error"]["message"] == "hidden 0.123"  # the input is not changed
-    # the student's own text comes only from the run with the public cases, for a public case
-    public = {"answers": {"q_a": {"results": [{"raised": ["ValueError", "bad \x1b[2Jshape"]}]}}}
-    merged = report.with_public_texts(said, public, {"q_a": 1})
-    assert merged["answers"]["q_a"]["results"][0]["raised"] == ["ValueError", "bad [2Jshape"]
+    said = report.in_grader_words(rep, [q], {"q_a": 2})
+    assert said["cells"][0]["error"] == {"type": "Exception", "message": "bad [2Jshape"}
+    first, second = said["answers"]["q_a"]["results"]  # cut to the public cases
+    assert first["raised"] == ["ValueError", "bad [2Jshape"] and first["mutated"] == ["w_o"]
+    assert second["mutated"] == ["one of the arguments"] and second["where"] == {"line": 3}
+    assert rep["cells"][0]["error"]["type"].startswith("EvilError")  # the input is not changed
+    # what the program did on the hidden cases reaches the verdict in fixed words only
+    hidden = {
+        "answers": {
+            "q_a": {
+                "status": "ok",
+                "results": [
+                    {
+                        "value": 0,
+                        "raised": ["KeyError", "0.123"],
+                        "mutated": ["w_o"],
+                        "where": {"function": "f", "line": 2, "code": "x = 0.123"},
+                    },
+                    {"value": [0.123], "raised": None, "mutated": []},
+                ],
+            }
+        }
+    }
+    merged = report.with_hidden(said, hidden, {"q_a": 2}, [q])
+    third, fourth = merged["answers"]["q_a"]["results"][2:]
+    assert third == {
+        "value": None,
+        "raised": ["an exception", ""],
+        "mutated": ["one of the arguments"],
+        "where": None,
+    }
+    assert fourth == {"value": [0.123], "raised": None, "mutated": [], "where": None}
+    timed = report.with_hidden(
+        report.in_grader_words(rep, [q], {"q_a": 2}),
+        {"answers": {"q_a": {"status": "timeout"}}},
+        {"q_a": 2},
+        [q],
+    )
+    assert timed["answers"]["q_a"]["status"] == "timeout"
 
 
 def test_a_row_adds_up_points_and_leaves_written_answers_pending():

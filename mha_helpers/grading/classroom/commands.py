@@ -69,6 +69,8 @@ def _grade_command(args) -> int:
         if reason:
             print(bubblewrap.sandbox_help(reason), file=sys.stderr)
             return 2
+        if not _memory_bounded_or_allowed(args):
+            return 2
     templates = load_templates(setup.course)
     manual_ids = {
         a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
@@ -92,6 +94,23 @@ def _grade_command(args) -> int:
             print(f"  not merged: {p}")
     bad = _print_rows_to_look_at(rows)
     return 1 if bad or problems or unwritten else 0
+
+
+def _memory_bounded_or_allowed(args) -> bool:
+    """Refuse to grade where part of the sandbox's memory is not bounded, unless the
+    instructor passed --allow-unbounded-memory; say what is not bounded either way."""
+    unbounded = bubblewrap.unbounded()
+    for what in unbounded:
+        print(f"WARNING: not bounded: {what}", file=sys.stderr)
+    if unbounded and not getattr(args, "allow_unbounded_memory", False):
+        print(
+            "mha-course grade: refusing to grade with memory that no limit counts (a cgroup "
+            "for the grader, or a kernel that lets it make user namespaces, fixes this); pass "
+            "--allow-unbounded-memory to grade anyway",
+            file=sys.stderr,
+        )
+        return False
+    return True
 
 
 def _setup(args) -> _Setup | str:
@@ -145,7 +164,12 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
         if "picked by the instructor" in r.get("notes", "")
     }
     try:
-        opts = Options(timeout=args.timeout, isolate=setup.isolate)
+        opts = Options(
+            timeout=args.timeout,
+            isolate=setup.isolate,
+            max_notebooks=max(1, getattr(args, "max_notebooks", 3) or 1),
+            student_seconds=getattr(args, "student_budget", None),
+        )
         seed = getattr(args, "seed", None)
         rows = grade_submissions(subs, templates, args.jobs, opts, seed, progress=True, picks=picks)
     finally:
@@ -522,6 +546,7 @@ def export_command(args) -> int:
     """``mha-course export GRADEBOOK --to canvas|moodle --roster FILE --out FILE``: exit 0 when
     every roster student's grade was written, 1 when something needs a look (a student or an
     assignment not matched, written answers still pending), 2 for a usage error."""
+    safe_console()  # names and paths from the gradebook and the roster: cleaned on the console
 
     def usage(message):
         print(f"mha-course export: {message}", file=sys.stderr)

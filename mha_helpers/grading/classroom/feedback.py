@@ -25,6 +25,8 @@ __all__ = [
     "feedback_html",
     "feedback_stem",
     "safe_name",
+    "md_escape",
+    "md_unescape",
     "STATUSES",
 ]
 
@@ -38,7 +40,8 @@ STATUSES = {
     "timeout": "a cell, a function call or the whole notebook ran out of time",
     "memory": "a cell or function call ran out of memory",
     "superseded": "another copy of this assignment from the same student counts (see notes)",
-    "refused": "not graded: a symbolic link, or an unsafe or unreadable archive (see notes)",
+    "refused": "not graded: a symbolic link, an unsafe or unreadable archive, or more notebooks "
+    "of this assignment than are graded per student (see notes)",
     "unknown-assignment": "no assignment of the course matches this notebook",
     "not-a-notebook": "JSON, but not a Jupyter notebook (or a folder)",
     "not-json": "not readable as JSON (or not UTF-8)",
@@ -114,10 +117,53 @@ def _score_line(total, maximum, pending) -> str:
     return f"Score: {total:g} of {maximum:g} points{pending_text}"
 
 
+# Markdown that text could use to become markup: emphasis, code, links and images, raw HTML
+# and entities, headings, tables, strike-through. A backslash before any ASCII punctuation is
+# an escape in CommonMark, so escaping and unescaping are exact.
+_MD_SPECIAL = re.compile(
+    r"[\\`*{}<>#|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # emphasis, code, HTML, headings
+    r"|\](?=[(\[:])|\[(?=[^\]]*\][(\[:])|(?<=!)\[|^\["  # any bracket a link or image needs
+)
+_MD_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_MD_PREFIXES = ("## ", "# ", "  - ", "- ")
+
+
+def md_escape(text: str) -> str:
+    """``text`` as literal Markdown: every character that could start markup is escaped (an
+    underscore inside a word, as in ``q03_d_head``, cannot and stays, and so does a bracket
+    that no link could use, as in ``[1/1]``), a list or heading marker at the start too, and
+    URLs are not turned into links.
+
+    >>> print(md_escape("[click](http://x) <b>*hi*</b> q03_d_head [1/1]"))
+    \\[click\\](http:\\/\\/x) \\<b\\>\\*hi\\*\\</b\\> q03_d_head [1/1]
+    """
+    out = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+    out = out.replace("://", ":\\/\\/").replace("www.", "www\\.")
+    out = re.sub(r"^(\s*)([-+=])", lambda m: m.group(1) + "\\" + m.group(2), out)
+    return re.sub(r"^(\s*\d+)([.)])", lambda m: m.group(1) + "\\" + m.group(2), out)
+
+
+def md_unescape(text: str) -> str:
+    """The inverse of :func:`md_escape`."""
+    return _MD_ESCAPED.sub(lambda m: m.group(1), text)
+
+
+def _md_line(line: str) -> str:
+    """One feedback line as Markdown: the line's own markup kept, everything else literal."""
+    for prefix in _MD_PREFIXES:
+        if line.startswith(prefix):
+            return prefix + md_escape(line[len(prefix) :])
+    return md_escape(line)
+
+
+def _markdown(lines: list) -> str:
+    return "\n".join(_md_line(line) for line in lines)
+
+
 def feedback_markdown(student: str, row: dict) -> str:
     """A student's feedback on one assignment: verdicts, points and hints; never the grader's
-    hidden cases or expected outputs."""
-    return "\n".join([f"# Feedback for {student}", ""] + _lines(row))
+    hidden cases or expected outputs. Every text in it is escaped (:func:`md_escape`)."""
+    return _markdown([f"# Feedback for {student}", ""] + _lines(row))
 
 
 def feedback_html(student: str, row: dict) -> str:
@@ -206,7 +252,7 @@ def _write_feedback_row(folder, r: dict, used: dict) -> Path:
     if key in used and used[key] != ident:  # belt and braces: never two students in one file
         base = f"{base}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}"
     used[(assignment, base.casefold())] = ident
-    md = "\n".join([f"# Feedback for {r['student']}", ""] + _lines(r))
+    md = feedback_markdown(r["student"], r)
     path = Path(folder) / assignment / f"{base}.md"
     atomic_write(path, md)
     atomic_write(path.with_suffix(".html"), feedback_html(r["student"], r))
@@ -222,7 +268,7 @@ def refresh_feedback(folder, records: list, manual_ids: dict) -> list[Path]:
         path = Path(folder) / a / f"{feedback_stem(rec['student_id'], rec['student'])}.md"
         if not a or not path.is_file():
             continue
-        lines = path.read_text(encoding="utf-8").split("\n")
+        lines = [md_unescape(x) for x in path.read_text(encoding="utf-8").split("\n")]
         new = []
         for line in lines:
             m = re.match(r"- (\S+): written answer, (?:to be )?graded by your instructor \[", line)
@@ -245,7 +291,7 @@ def refresh_feedback(folder, records: list, manual_ids: dict) -> list[Path]:
                 )
             new.append(line)
         if new != lines:
-            atomic_write(path, "\n".join(new))
+            atomic_write(path, _markdown(new))
             title = f"Feedback for {rec['student']}: {a}"
             atomic_write(path.with_suffix(".html"), _html_page(title, new[2:]))
             changed.append(path)

@@ -24,9 +24,10 @@ outputs                :mod:`.gradebook`, :mod:`.feedback`, :mod:`.lms` (by     
 How one submission is graded: read its bytes (never written, links never followed, size
 capped); find its assignment (notebook metadata, else its answer cells' grade_ids); build the
 program from the released template with the learner's answer cells and added cells in place;
-run it in a fresh sandbox with the public cases and fresh hidden cases (a new seed per run);
-judge every answer here. If the program dies during a step (``os._exit``, a signal, the memory
-limit, a timeout) it runs again without that step, so the other answers still count.
+run it in a fresh sandbox with the public cases, and send it fresh hidden cases (a new seed per
+run) only once its report has come back; judge every answer here. If the program dies during a
+step (``os._exit``, a signal, the memory limit, a timeout) it runs again without that step, so
+the other answers still count, while the student's time budget lasts (:class:`Budget`).
 """
 
 from __future__ import annotations
@@ -48,8 +49,15 @@ from ..sandbox.report_schema import check_report
 from . import report as said
 from .assignments import expected_cases, identify, job_questions, load_templates
 from .collect import Rejected, Submission, collect, read_notebook
-from .row import UNISOLATED_NOTE, graded_row, resolve_copies, ungraded_row, without_paths
-from .untrusted import clean_row, clean_text
+from .row import (
+    UNISOLATED_NOTE,
+    _same_file,
+    graded_row,
+    resolve_copies,
+    ungraded_row,
+    without_paths,
+)
+from .untrusted import clean_row, clean_text, normalise_name
 
 __all__ = [
     "grade_paths",
@@ -69,17 +77,49 @@ class Options:
     max_bytes: int = 10 * 2**20
     isolate: bool = True
     mpl_cache: str | None = None
+    max_notebooks: int = 3  # notebooks graded per student per assignment (the latest count)
+    student_seconds: float | None = None  # sandbox time per student per assignment (2 x timeout)
+    budget: Budget | None = None  # made by grade_submissions
 
     @property
     def per_cell(self) -> float:
         return self.cell_timeout or max(2.0, min(20.0, self.timeout / 3))
 
-    def limits(self) -> bubblewrap.Limits:
+    @property
+    def student_budget(self) -> float:
+        return float(self.student_seconds if self.student_seconds is not None else 2 * self.timeout)
+
+    def limits(self, wall: float | None = None) -> bubblewrap.Limits:
+        wall = self.timeout if wall is None else wall
         return bubblewrap.Limits(
             memory_bytes=self.memory_mb * 2**20,
-            cpu_seconds=int(self.timeout) + 5,
-            wall_seconds=self.timeout,
+            cpu_seconds=int(wall) + 5,
+            wall_seconds=wall,
         )
+
+
+class Budget:
+    """Sandbox time left per (student, assignment): shared by all of that student's notebooks
+    of the assignment and every run of each (retries included). A run reserves its wall-clock
+    limit before it starts (so two workers cannot both spend the same seconds) and gives back
+    what it did not use."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.left, self.lock = float(seconds), {}, threading.Lock()
+
+    def reserve(self, key, want: float) -> float:
+        """Seconds for the next run (0 when less than one is left)."""
+        with self.lock:
+            left = self.left.setdefault(key, self.seconds)
+            take = min(float(want), left)
+            if take < 1.0:
+                return 0.0
+            self.left[key] = left - take
+            return take
+
+    def refund(self, key, unused: float) -> None:
+        with self.lock:
+            self.left[key] = self.left.get(key, 0.0) + max(0.0, float(unused))
 
 
 # --- one submission -------------------------------------------------------------------------
@@ -122,8 +162,15 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         return ungraded_row(sub, "too-large", notes + [str(exc)], assignment, t.questions)
     notes += program.notes
     specs = job_questions(t, seed)
-    run = _run_until_reported(program, specs, opts)
-    report, flags = _read_report(run, program, specs, t, seed, opts, notes)
+    n_public = {
+        q.grade_id: expected_cases(q, seed)[0]
+        for q in t.questions
+        if q.grade_id in specs and q.kind == "function"
+    }
+    key = (normalise_name(sub.student_id).casefold(), assignment)
+    run = _run_until_reported(program, specs, n_public, opts, key)
+    run.per_cell = opts.per_cell
+    report, flags = _read_report(run, program, specs, t, n_public, notes)
     details, verdict_flags = _verdicts(t, program, report, run.skipped, seed, notes)
     notes += said.output_notes(report)
     timing = {
@@ -143,23 +190,37 @@ class _Run:
     """The runs of one program until one reported (or the retries ran out)."""
 
     outcome: bubblewrap.Outcome | None = None  # the last run's
+    public: dict | None = None  # the first report: made before any hidden case was sent
+    hidden: dict | None = None  # the last run's outputs on the hidden cases
     attempts: int = 0
     start_s: float = 0.0  # sandbox start-up, all attempts
     exec_s: float = 0.0  # execution, all attempts
     skipped_cells: set = field(default_factory=set)  # cells replaced by ``pass``
     skipped: set = field(default_factory=set)  # questions left out of the job
     deaths: list = field(default_factory=list)  # (culprit, reason) per run without a report
+    per_cell: float = 0.0  # each cell's time limit, for the notes
+    out_of_budget: bool = False  # a run was not made: the student's time budget was used up
 
 
-def _job(program, specs: dict, run: _Run, per_cell: float) -> dict:
-    """The job for the next attempt: the program with the skipped cells as ``pass``, and the
-    questions not skipped."""
+def _job(program, specs: dict, n_public: dict, run: _Run, per_cell: float) -> tuple:
+    """The job for the next attempt (the program with the skipped cells as ``pass``, the
+    questions not skipped, with their public cases only) and the hidden cases, sent to the
+    run only once it has reported on everything else."""
     cells = [
         {"source": "pass" if i in run.skipped_cells else c["source"]}
         for i, c in enumerate(program.cells)
     ]
-    questions = [s for g, s in specs.items() if g not in run.skipped]
-    return {"cells": cells, "questions": questions, "cell_timeout": per_cell}
+    questions, hidden = [], {}
+    for g, s in specs.items():
+        if g in run.skipped:
+            continue
+        if s["kind"] == "function":
+            n = n_public.get(g, len(s["cases"]))
+            if s["cases"][n:]:
+                hidden[g] = s["cases"][n:]
+            s = dict(s, cases=s["cases"][:n])
+        questions.append(s)
+    return {"cells": cells, "questions": questions, "cell_timeout": per_cell}, hidden
 
 
 def _add_times(run: _Run, outcome) -> None:
@@ -190,22 +251,41 @@ def _skip_next(run: _Run, step, n_cells: int) -> bool:
     return True
 
 
-def _run_until_reported(program, specs: dict, opts: Options) -> _Run:
+def _run_until_reported(program, specs: dict, n_public: dict, opts: Options, key=None) -> _Run:
     """Run the program in a fresh sandbox until a run reports; after a run that died in a
-    step, run again without that step (at most :data:`MAX_RETRIES` times)."""
+    step, run again without that step (at most :data:`MAX_RETRIES` times), while the
+    student's time budget (:class:`Budget`) lasts. The report kept is the first one (no
+    attempt had been sent a hidden case before it was made); a death after it (on the hidden
+    cases) can only be in a question."""
     run = _Run()
     while True:
-        job = _job(program, specs, run, opts.per_cell)
-        outcome = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
+        job, hidden = _job(program, specs, n_public, run, opts.per_cell)
+        wall = opts.budget.reserve(key, opts.timeout) if opts.budget else opts.timeout
+        if wall <= 0:
+            run.out_of_budget = True
+            return run
+        outcome = bubblewrap.run(
+            job, opts.limits(wall), isolate=opts.isolate, mpl_cache=opts.mpl_cache, hidden=hidden
+        )
+        if opts.budget:
+            opts.budget.refund(key, wall - max(0.0, outcome.end - outcome.spawn))
         run.outcome = outcome
         run.attempts += 1
         _add_times(run, outcome)
-        if outcome.report is not None:
+        if run.public is None and outcome.report is not None:
+            run.public = outcome.report
+        if outcome.report is not None and (not hidden or outcome.hidden is not None):
+            run.hidden = outcome.hidden if hidden else {}
             return run
         step = said.culprit(outcome.steps)
         if step and step[0] == "eval" and step[1] not in specs:
             step = None  # a forged step line: the grader names only its own questions
-        run.deaths.append((step, said.grader_reason(outcome.reason)))
+        if outcome.report is not None and step and step[0] != "eval":
+            step = None  # after the report only questions run
+        why = said.grader_reason(outcome.reason)
+        if outcome.report is not None:  # on the hidden cases: which signal, which code, its choice
+            why = "it ran out of time" if why in ("timeout", "cpu-time") else "it stopped"
+        run.deaths.append((step, why))
         if not _skip_next(run, step, len(program.cells)):
             return run
 
@@ -213,14 +293,23 @@ def _run_until_reported(program, specs: dict, opts: Options) -> _Run:
 # --- check the report, in the grader's words --------------------------------------------------
 
 
-def _read_report(run: _Run, program, specs, t, seed: int, opts: Options, notes: list):
-    """The last run's report, checked against its schema and put in the grader's words, and
-    the row's flags; notes on a malformed report, each death and each cell that raised go into
-    ``notes``. A report that breaks the schema is not read at all (fail closed)."""
+def _read_report(run: _Run, program, specs, t, n_public: dict, notes: list):
+    """The first report, checked against its schema, with the hidden cases' outputs added in
+    the grader's words, and the row's flags; notes on a malformed report, each death and each
+    cell that raised go into ``notes``. A report that breaks the schema is not read at all
+    (fail closed)."""
     flags = set()
-    report = run.outcome.report if isinstance(run.outcome.report, dict) else {}
-    kinds = {g: s["kind"] for g, s in specs.items() if g not in run.skipped}
+    report = run.public if isinstance(run.public, dict) else {}
+    kinds = {g: s["kind"] for g, s in specs.items()}
     broken = check_report(report, len(program.cells), kinds) if report else []
+    hidden = run.hidden if isinstance(run.hidden, dict) else None
+    if not broken and report and hidden:
+        hidden_kinds = {g: "function" for g in specs if g in (hidden.get("answers") or {})}
+        broken = (
+            check_report(hidden, 0, hidden_kinds)
+            if set(hidden) <= {"answers"}
+            else ["hidden: unknown keys"]
+        )
     if broken:
         flags.add("flagged")
         notes.append(
@@ -228,55 +317,23 @@ def _read_report(run: _Run, program, specs, t, seed: int, opts: Options, notes: 
             "and every automatic question scores 0 (fail closed)"
         )
         report = {}
-    else:
-        report = _in_grader_words(report, program, specs, t, seed, opts)
+    elif report:
+        report = said.in_grader_words(report, t.questions, n_public)
+        report = said.with_hidden(report, hidden, n_public, t.questions, run.skipped)
     death_notes, death_flags = said.death_notes(run.deaths, program.cells)
     notes += death_notes
     flags |= death_flags
-    if not report and not broken:
+    if run.out_of_budget:
+        flags.add("timeout")
+        notes.append(
+            "not run (again): this student's sandbox time for the assignment is used up "
+            "(--student-budget); what did not run scores 0"
+        )
+    if not report and not broken and run.outcome is not None:
         notes.append("no result from the sandbox: every automatic question scores 0 (fail closed)")
-    cell_notes, cell_flags = said.cell_notes(report, program.cells, opts.per_cell)
+    cell_notes, cell_flags = said.cell_notes(report, program.cells, run.per_cell)
     notes += cell_notes
     return report, flags | cell_flags
-
-
-def _in_grader_words(report: dict, program, specs: dict, t, seed: int, opts: Options) -> dict:
-    """The report in the grader's words, with the student's own error texts from a second run
-    that had the public cases only, when there are any to show."""
-    n_public = {
-        q.grade_id: expected_cases(q, seed)[0]
-        for q in t.questions
-        if q.grade_id in specs and q.kind == "function"
-    }
-    report = said.in_grader_words(report, t.questions)
-    if report and said.has_student_text(report, t.questions, n_public):
-        public = _public_run(program, specs, n_public, opts)
-        if public:
-            report = said.with_public_texts(report, public, n_public)
-    return report
-
-
-def _public_run(program, specs: dict, n_public: dict, opts: Options) -> dict:
-    """The schema-valid report of the program run again with the public cases only (nothing
-    hidden in its memory), or ``{}``."""
-    questions = [
-        dict(spec, cases=spec["cases"][: n_public[gid]]) if spec["kind"] == "function" else spec
-        for gid, spec in specs.items()
-    ]
-    job = {
-        "cells": [{"source": c["source"]} for c in program.cells],
-        "questions": questions,
-        "cell_timeout": opts.per_cell,
-    }
-    try:
-        out = bubblewrap.run(job, opts.limits(), isolate=opts.isolate, mpl_cache=opts.mpl_cache)
-    except Exception:
-        return {}
-    other = out.report if isinstance(out.report, dict) else {}
-    kinds = {g: s["kind"] for g, s in specs.items()}
-    if check_report(other, len(program.cells), kinds):
-        return {}
-    return other
 
 
 # --- verdicts from the rules ------------------------------------------------------------------
@@ -383,17 +440,65 @@ def grade_submissions(
     seed = secrets.randbits(63) if seed is None else int(seed)
     bar = Progress(len(subs), enabled=progress)
     opts.mpl_cache = bubblewrap.warm_matplotlib()
+    opts.budget = Budget(opts.student_budget)
+    capped = over_the_cap(subs, templates, opts, picks)
 
-    def one(sub):
+    def one(item):
+        i, sub = item
+        if i in capped:
+            note, a = capped[i]
+            row = ungraded_row(sub, "refused", [note], a, templates[a].questions)
+        else:
+            row = grade_submission(sub, templates, opts, seed)
         # The trust boundary for text: every string of the row is cleaned here, once.
-        row = clean_row(grade_submission(sub, templates, opts, seed))
+        row = clean_row(row)
         bar.step(clean_text(sub.student, max_chars=40))
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-        rows = list(pool.map(one, subs))
+        rows = list(pool.map(one, enumerate(subs)))
     resolve_copies(rows, subs, picks)
     return [clean_row(r) for r in rows]
+
+
+def over_the_cap(subs, templates, opts: Options, picks=None) -> dict:
+    """{index: (note, assignment)} of the notebooks not graded because their student handed in more than
+    ``opts.max_notebooks`` of one assignment: the latest ones (the order
+    :func:`.row.resolve_copies` counts them in, the instructor's pick first) are graded. Only
+    students with that many notebooks in all are read ahead of grading."""
+    per_student: dict = {}
+    for i, sub in enumerate(subs):
+        if not sub.status and sub.path is not None:
+            per_student.setdefault(normalise_name(sub.student_id).casefold(), []).append(i)
+    groups: dict = {}
+    for sid, idx in per_student.items():
+        if len(idx) <= opts.max_notebooks:
+            continue
+        for i in idx:
+            try:
+                nb, _ = read_notebook(Path(subs[i].path), opts.max_bytes)
+                assignment = identify(nb, templates)[0]
+            except Exception:
+                continue
+            if assignment:
+                groups.setdefault((sid, assignment), []).append(i)
+    capped = {}
+    for key, idx in groups.items():
+        picked = (picks or {}).get(key)
+        idx.sort(
+            key=lambda i: (
+                subs[i].picked or _same_file(subs[i].shown, picked),
+                tuple(subs[i].rank),
+            ),
+            reverse=True,
+        )
+        for i in idx[opts.max_notebooks :]:
+            capped[i] = (
+                f"not graded: more than {opts.max_notebooks} notebooks of {key[1]} from this "
+                f"student (--max-notebooks); the latest {opts.max_notebooks} were graded",
+                key[1],
+            )
+    return capped
 
 
 def grade_paths(
@@ -407,6 +512,8 @@ def grade_paths(
     memory_mb: int = 2048,
     max_bytes: int = 10 * 2**20,
     isolate: bool = True,
+    max_notebooks: int = 3,
+    student_seconds: float | None = None,
 ) -> list[dict]:
     """Grade every submission under ``paths``; return one row (a dict) per submission.
 
@@ -415,7 +522,8 @@ def grade_paths(
     notes`` and ``timing``. ``file`` is the path graded, ``shown`` the same relative to the
     folder given (what the gradebook and feedback show).
     ``seed`` fixes the hidden cases (default: a new one every run). ``course`` is the course
-    folder (default: the one around the current directory).
+    folder (default: the one around the current directory). ``max_notebooks`` and
+    ``student_seconds`` are the per-student budget (see :class:`Budget`, :func:`over_the_cap`).
     """
     course = course if isinstance(course, Course) else find_course(course)
     templates = load_templates(course)
@@ -427,6 +535,8 @@ def grade_paths(
             memory_mb=memory_mb,
             max_bytes=max_bytes,
             isolate=isolate,
+            max_notebooks=max_notebooks,
+            student_seconds=student_seconds,
         )
         return grade_submissions(collection.submissions, templates, jobs, opts, seed, progress)
     finally:

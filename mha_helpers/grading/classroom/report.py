@@ -1,13 +1,12 @@
 """What a run says, in the grader's words: the sandbox's report after its schema check.
 
 :func:`..sandbox.report_schema.check_report` has checked the report's shape; this module
-decides what of it the grader may repeat. The program that wrote the report had the hidden
-cases in its memory (they are in its job), so any text in the report may carry them, in any
-notation. Feedback therefore uses only the grader's words (:func:`in_grader_words`): exception
-and type names from fixed lists, argument names from the question's reference, and a
-student's own error text only from a second run that was given the public cases alone
-(:func:`has_student_text` says when one is worth making; :func:`with_public_texts` takes the
-texts from it). The notes a row gets about a run come from here too: how each attempt ended
+decides what of it the grader may repeat. The program that wrote the report was sent the hidden
+cases only after its report (the ``result`` line) had arrived, so the report holds
+nothing hidden and its texts may be quoted, cleaned (:func:`in_grader_words`). What the
+program did on the hidden cases (the ``hidden`` line) feeds the verdicts only as values to
+compare and fixed words (:func:`with_hidden`, :func:`hidden_row`): no exception name, no
+argument name, no text of it reaches feedback, notes or the console. The notes a row gets about a run come from here too: how each attempt ended
 (:func:`death_notes`), each cell that raised (:func:`cell_notes`), a flood of output.
 """
 
@@ -21,8 +20,8 @@ from .untrusted import clean_text
 
 __all__ = [
     "in_grader_words",
-    "has_student_text",
-    "with_public_texts",
+    "hidden_row",
+    "with_hidden",
     "death_notes",
     "cell_notes",
     "output_notes",
@@ -56,15 +55,21 @@ def _params(q) -> set:
         return set()
 
 
-def in_grader_words(report: dict, questions) -> dict:
-    """The report with every student-chosen text replaced by the grader's words (a schema-
-    valid report in, a copy out): messages dropped, names from the fixed lists. ``questions``
-    are the assignment's (their references name the arguments)."""
+def in_grader_words(report: dict, questions, n_public: dict | None = None) -> dict:
+    """The first report in the grader's words (a schema-valid report in, a copy out). It was
+    made before the program had any hidden case in its memory, so its texts may be quoted,
+    cleaned: exception and type names from the fixed lists, messages cleaned and bounded,
+    argument names from the question's reference. A function's results are cut to its public
+    cases (``n_public``): a row past them cannot be the runner's."""
     report = copy.deepcopy(report)
+    n_public = n_public or {}
     for rec in report.get("cells", []):
         err = rec.get("error")
         if isinstance(err, dict):
-            rec["error"] = {"type": _known(err.get("type"), KNOWN_EXCEPTIONS, "Exception")}
+            rec["error"] = {
+                "type": _known(err.get("type"), KNOWN_EXCEPTIONS, "Exception"),
+                "message": clean_text(err.get("message", ""), max_chars=200),
+            }
     by_id = {q.grade_id: q for q in questions}
     for gid, rec in report.get("answers", {}).items():
         if isinstance(rec.get("error"), dict):
@@ -73,56 +78,59 @@ def in_grader_words(report: dict, questions) -> dict:
             rec["type"] = _known(rec["type"], KNOWN_TYPES, "object")
         q = by_id.get(gid)
         params = _params(q) if q is not None else set()
+        if isinstance(rec.get("results"), list) and gid in n_public:
+            rec["results"] = rec["results"][: n_public[gid]]
         for row in rec.get("results") or []:
             if row.get("raised"):
-                row["raised"] = [_known(row["raised"][0], KNOWN_EXCEPTIONS, "Exception"), ""]
-            if "where" in row:
-                row["where"] = None  # the learner's own code and names: from the public run only
+                row["raised"] = [
+                    _known(row["raised"][0], KNOWN_EXCEPTIONS, "Exception"),
+                    clean_text(row["raised"][1], max_chars=300),
+                ]
+            where = row.get("where")
+            if isinstance(where, dict):
+                row["where"] = {
+                    k: (v if k == "line" else clean_text(v, max_chars=160))
+                    for k, v in where.items()
+                    if v is not None
+                }
             mutated = row.get("mutated") or []
             named = [m for m in mutated if m in params]  # the reference's own argument names
             row["mutated"] = named or (["one of the arguments"] if mutated else [])
     return report
 
 
-def has_student_text(report: dict, questions, n_public: dict) -> bool:
-    """Whether the feedback would show a student's own error text: a cell that raised, or a
-    public case that raised. ``n_public`` gives each function question's number of public
-    cases."""
-    if any(isinstance(r.get("error"), dict) for r in report.get("cells", [])):
-        return True
+def hidden_row(row: dict) -> dict:
+    """One hidden case's outcome as the verdict may use it: the value to compare, and whether
+    it raised or changed an input, in fixed words (which exception, which argument, where
+    and any text are the program's choice after it had the hidden cases)."""
+    raised = bool(row.get("raised"))
+    return {
+        "value": None if raised else row.get("value"),
+        "raised": ["an exception", ""] if raised else None,
+        "mutated": ["one of the arguments"] if row.get("mutated") else [],
+        "where": None,
+    }
+
+
+def with_hidden(report: dict, hidden: dict | None, n_public: dict, questions, skipped=()):
+    """``report`` (in the grader's words) with each function answer's hidden cases added from
+    the run's ``hidden`` line, each through :func:`hidden_row`. A question whose hidden cases
+    ran out of time is a timeout; one without them (the program stopped) has only its public
+    results, so the verdict says a hidden case has no result."""
+    answers = (hidden or {}).get("answers") or {}
     for q in questions:
         rec = report.get("answers", {}).get(q.grade_id)
-        if q.kind != "function" or not isinstance(rec, dict):
+        if q.kind != "function" or not isinstance(rec, dict) or rec.get("status") != "ok":
             continue
-        for row in (rec.get("results") or [])[: n_public[q.grade_id]]:
-            if row.get("raised") and row["raised"][0] != "NotImplementedError":  # a stub
-                return True
-    return False
-
-
-def with_public_texts(report: dict, public: dict, n_public: dict) -> dict:
-    """``report`` (in the grader's words) with the error messages of its cells and of its
-    public cases taken, cleaned, from ``public``: the schema-valid report of a second run that
-    had the public cases only, so nothing hidden was in its memory. A text is taken only where
-    both runs raised the same exception."""
-    for mine, theirs in zip(report.get("cells", []), public.get("cells", [])):
-        err, their_err = mine.get("error"), theirs.get("error")
-        if isinstance(err, dict) and isinstance(their_err, dict):
-            if their_err.get("type") == err["type"]:
-                err["message"] = clean_text(their_err.get("message", ""), max_chars=200)
-    for gid, rec in report.get("answers", {}).items():
-        theirs = (public.get("answers") or {}).get(gid) or {}
-        rows, their_rows = rec.get("results") or [], theirs.get("results") or []
-        for row, their in list(zip(rows, their_rows))[: n_public.get(gid, 0)]:
-            if row.get("raised") and their.get("raised") and their["raised"][0] == row["raised"][0]:
-                row["raised"][1] = clean_text(their["raised"][1], max_chars=300)
-                where = their.get("where")
-                if isinstance(where, dict) and "where" in row:
-                    row["where"] = {
-                        k: (v if k == "line" else clean_text(v, max_chars=160))
-                        for k, v in where.items()
-                        if v is not None
-                    }
+        theirs = answers.get(q.grade_id)
+        if not isinstance(theirs, dict):
+            continue
+        if theirs.get("status") == "timeout":
+            rec["status"] = "timeout"
+            rec.pop("results", None)
+            continue
+        rows = theirs.get("results") if theirs.get("status") == "ok" else None
+        rec["results"] = list(rec.get("results") or []) + [hidden_row(r) for r in rows or []]
     return report
 
 
@@ -138,7 +146,8 @@ def death_notes(deaths: list, cells: list) -> tuple[list, set]:
         elif step and step[0] == "eval":
             where = f"while checking {step[1]}"
         notes.append(f"the program stopped {where}: {reason}")
-        flags.add("timeout" if reason in ("timeout", "cpu-time") else "kernel-died")
+        timed_out = reason in ("timeout", "cpu-time", "it ran out of time")
+        flags.add("timeout" if timed_out else "kernel-died")
     return notes, flags
 
 

@@ -34,6 +34,8 @@ __all__ = [
     "clean_row",
     "normalise_name",
     "safe_console",
+    "console_text",
+    "CleanConsole",
     "MAX_TEXT",
     "MAX_NAME_BYTES",
 ]
@@ -228,9 +230,47 @@ def clean_row(row: dict) -> dict:
         }
 
 
+def console_text(value: object) -> str:
+    """Text for a terminal: what :func:`clean_text` keeps, with line breaks and carriage
+    returns (the progress bar's) kept, and no length bound. No escape, control, bidi or format
+    character gets through, whatever the text came from: a name, a note, a path."""
+    text = _pair_surrogates(_as_str(value))
+    out: list[str] = []
+    for ch in text:
+        if ch in ("\n", "\r"):
+            out.append(ch)
+        elif ch in _NEWLINES or ch in _SPACES:
+            out.append(" ")
+        else:
+            category = unicodedata.category(ch)
+            if category in _DROP:
+                continue
+            out.append(REPLACEMENT if category in _REPLACE else ch)
+    return "".join(out)
+
+
+class CleanConsole:
+    """A stream that passes everything written to it through :func:`console_text`."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text) -> int:
+        return self._stream.write(console_text(text))
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def safe_console(*streams) -> None:
-    """Make ``streams`` (default: stdout and stderr) replace what their encoding cannot show
-    instead of raising, so printing a student's name can never stop the grader."""
+    """Make stdout and stderr safe for anything printed to them: what their encoding cannot
+    show is replaced instead of raising (printing a student's name never stops the grader),
+    and every write goes through :func:`console_text` (:class:`CleanConsole`), so no line, a
+    path included, can send the terminal an escape sequence."""
     import sys
 
     for stream in streams or (sys.stdout, sys.stderr):
@@ -238,3 +278,8 @@ def safe_console(*streams) -> None:
             stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError, OSError):
             pass
+    if not streams:
+        if not isinstance(sys.stdout, CleanConsole):
+            sys.stdout = CleanConsole(sys.stdout)
+        if not isinstance(sys.stderr, CleanConsole):
+            sys.stderr = CleanConsole(sys.stderr)

@@ -13,9 +13,11 @@ question the verdict, plus warnings about what could differ from the learner's s
 * written answers still empty.
 
 It runs the notebook in the grading sandbox whenever one can be made here. Without one it runs
-only a notebook that is the caller's own and outside any course folder (a learner's work on
-their own machine); it refuses a notebook inside a course folder (an instructor checking a
-student's notebook beside the solutions) or owned by someone else, and says why. Exit status 0
+nothing unless the caller passes ``--unsafe-no-sandbox`` (the notebook's code then runs with
+their permissions), and even then only a notebook that is the caller's own and outside any
+course folder (a learner's work on their own machine); it refuses a notebook inside a course
+folder (an instructor checking a student's notebook beside the solutions) or owned by someone
+else, and says why. Exit status 0
 when every automatically checked question passes.
 """
 
@@ -44,11 +46,19 @@ class Unsafe(Exception):
         self.note = note
 
 
-def isolation_for(path) -> bool:
-    """True to run ``path`` in the sandbox; False to run it unisolated (allowed only for the
-    caller's own notebook outside any course folder). Raises :class:`Unsafe` otherwise."""
+def isolation_for(path, unsafe: bool = False) -> bool:
+    """True to run ``path`` in the sandbox; False to run it unisolated (allowed only with
+    ``unsafe``, the ``--unsafe-no-sandbox`` flag, and only for the caller's own notebook outside
+    any course folder). Raises :class:`Unsafe` otherwise."""
     if bubblewrap.probe() is None:
         return True
+    if not unsafe:
+        raise Unsafe(
+            f"no sandbox can be made here ({bubblewrap.probe()}), and validate runs a notebook "
+            "only in the grading sandbox. Install bubblewrap (Linux), or, for a notebook of "
+            "your own that you trust, pass --unsafe-no-sandbox: its code then runs with your "
+            "permissions and can read and change your files"
+        )
     path = Path(path)
     reasons = []
     try:
@@ -74,9 +84,11 @@ def isolation_for(path) -> bool:
     return False
 
 
-def validate_notebook(path, timeout: float = 120.0) -> dict:
-    """Run one notebook as the grader will; return ``{"assignment", "verdicts", "warnings"}``."""
-    isolate = isolation_for(path)
+def validate_notebook(path, timeout: float = 120.0, unsafe: bool = False) -> dict:
+    """Run one notebook as the grader will; return ``{"assignment", "verdicts", "warnings"}``.
+    ``unsafe`` (``--unsafe-no-sandbox``) allows a run without the sandbox where none can be
+    made (see :func:`isolation_for`)."""
+    isolate = isolation_for(path, unsafe)
     nb, notes = read_notebook(Path(path), 20 * 2**20)
     assignment, how = identify_assignment(nb)
     if assignment is None:
@@ -246,7 +258,7 @@ def _verdict(q: dict, meta: dict, rec) -> dict:
     )
 
 
-def validate_command(paths, timeout: float = 120.0) -> int:
+def validate_command(paths, timeout: float = 120.0, unsafe: bool = False) -> int:
     """Exit 0 when everything passes, 1 when something does not, 2 for a usage error (a
     notebook that does not exist)."""
     import sys
@@ -259,7 +271,7 @@ def validate_command(paths, timeout: float = 120.0) -> int:
     for path in paths:
         print(f"== {path}")
         try:
-            result = validate_notebook(path, timeout)
+            result = validate_notebook(path, timeout, unsafe)
         except (Rejected, SourceTooLarge, FileNotFoundError, Unsafe) as exc:
             print(f"  cannot validate: {getattr(exc, 'note', exc)}")
             all_ok = False

@@ -41,6 +41,14 @@ def _describe(x) -> str:
     return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
+def _kind(x) -> str:
+    """:func:`_describe` without anything the answer chose (no shape, no text): for
+    ``generic``, the wording about a hidden case."""
+    if isinstance(x, np.ndarray):
+        return "an array"
+    return "text" if isinstance(x, str) else f"a {type(x).__name__}"[:40]
+
+
 def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=False):
     """Return ``None`` when ``actual`` matches ``expected``, else a :class:`Difference`.
 
@@ -71,10 +79,14 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=
 def _text_difference(expected: str, actual, path: str):
     """Text matches text, case-insensitively after stripping; nothing else matches it."""
     if not isinstance(actual, str):
-        return Difference(f"{path} should be text, got {_describe(actual)}", "type")
+        return Difference(
+            f"{path} should be text, got {_describe(actual)}",
+            "type",
+            f"{path} should be text, got {_kind(actual)}",
+        )
     if actual.strip().lower() == expected.strip().lower():
         return None
-    return Difference(f"{path} is {actual[:80]!r}", "text")
+    return Difference(f"{path} is {actual[:80]!r}", "text", f"{path} is not the expected text")
 
 
 def _tuple_difference(expected: tuple, actual, rtol, atol, path: str, equal_nan: bool):
@@ -83,10 +95,13 @@ def _tuple_difference(expected: tuple, actual, rtol, atol, path: str, equal_nan:
         return Difference(
             f"{path} should be a tuple of {len(expected)} items, got {_describe(actual)}",
             "type",
+            f"{path} should be a tuple of {len(expected)} items, got {_kind(actual)}",
         )
     if len(actual) != len(expected):
         return Difference(
-            f"{path} should be a tuple of {len(expected)} items, got {len(actual)}", "tuple-len"
+            f"{path} should be a tuple of {len(expected)} items, got {len(actual)}",
+            "tuple-len",
+            f"{path} should be a tuple of {len(expected)} items",
         )
     for i, (e, a) in enumerate(zip(expected, actual)):
         d = difference(e, a, rtol, atol, f"{path}[{i}]", equal_nan)
@@ -108,13 +123,25 @@ def _number_difference(expected, actual, rtol, atol, path: str, equal_nan: bool)
     transposed or reshaped copy of the right numbers, said so); finite where expected; then
     ``allclose``."""
     if isinstance(actual, (str, bytes)):
-        return Difference(f"{path} should be a number, got text {str(actual)[:40]!r}", "type")
+        return Difference(
+            f"{path} should be a number, got text {str(actual)[:40]!r}",
+            "type",
+            f"{path} should be a number, got text",
+        )
     if isinstance(actual, dict) or callable(actual):
-        return Difference(f"{path} should be a number or an array, got {_describe(actual)}", "type")
+        return Difference(
+            f"{path} should be a number or an array, got {_describe(actual)}",
+            "type",
+            f"{path} should be a number or an array, got {_kind(actual)}",
+        )
     try:
         a = np.asarray(actual, dtype=float)
     except (TypeError, ValueError, OverflowError):
-        return Difference(f"{path} is not numeric (got {_describe(actual)})", "type")
+        return Difference(
+            f"{path} is not numeric (got {_describe(actual)})",
+            "type",
+            f"{path} is not numeric (got {_kind(actual)})",
+        )
     e = np.asarray(expected, dtype=float)
     if a.shape != e.shape:
         return _shape_difference(a, e, rtol, atol, path, equal_nan)

@@ -15,7 +15,13 @@ and what each does not):
   without its self-check data. Files of the installation that name the course folder
   (editable-install hooks, ``direct_url.json``) are hidden. No ``/proc`` and no ``/sys``: no
   process's command line, mount table or environment to read;
-* **one writable folder**, ``/sandbox``, a tmpfs capped in size;
+* **an unprivileged uid outside, whoever grades**: :mod:`.prelude` runs between the grader
+  and bubblewrap; when the grader is root it drops to :data:`DROP_UID` first, so the
+  sandbox's user never maps to root and owns nothing on the machine (it reads the
+  installation through the prelude's private mounts, and its device nodes are made afresh
+  for each run); no call that sets a file time or an extended attribute is allowed;
+* **one writable folder**, ``/sandbox``, a tmpfs capped in size and in files (``nr_inodes``,
+  mounted by the prelude; bubblewrap's own, size only, where the prelude cannot);
 * **a default-deny system-call allowlist** (:mod:`.seccomp`): moby's default profile minus
   processes and threads, keyrings, ``ptrace``, shared memory, namespaces and mounts,
   ``io_uring``, ``bpf``, ``perf_event_open``, ``userfaultfd`` and sockets;
@@ -29,7 +35,8 @@ and what each does not):
   everything in it), besides bubblewrap's own process group.
 
 The report comes back on the sandbox's stdout, read here with a size cap and a deadline; it is
-untrusted data (see :mod:`.report_schema`). Where no sandbox can be made (no ``bwrap``, macOS, a
+untrusted data (see :mod:`.report_schema`). The hidden cases (``run(..., hidden=...)``) go in
+only after the first ``result`` line has come out, so that report was made without them. Where no sandbox can be made (no ``bwrap``, macOS, a
 container without user namespaces), :func:`probe` says why and grading refuses to run unless
 the instructor passes ``--unsafe-no-sandbox``, which runs the same runner as a plain
 subprocess with the same rlimits (and says so on every row).
@@ -38,6 +45,7 @@ subprocess with the same rlimits (and says so on every row).
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import platform
 import shutil
@@ -67,8 +75,11 @@ __all__ = [
     "BWRAP_FAILED_HELP",
     "warm_matplotlib",
     "layout",
+    "unbounded",
 ]
 
+PRELUDE = Path(__file__).with_name("prelude.py")
+DROP_UID = 65534  # the uid outside that a root grader's sandboxes run as ("nobody")
 INNER_PACKAGE_ROOT = "/course"  # the helper package appears as /course/mha_helpers
 INNER_VENV = "/venv"
 WRITABLE = "/sandbox"
@@ -106,7 +117,8 @@ trust."""
 
 @dataclass
 class Outcome:
-    report: dict | None = None  # the parsed ``result`` line (still untrusted)
+    report: dict | None = None  # the parsed first ``result`` line (still untrusted)
+    hidden: dict | None = None  # the parsed ``hidden`` line after it (still untrusted)
     steps: list = field(default_factory=list)  # the ``step`` lines, in order
     reason: str = ""  # why there is no report: "timeout", "killed by SIGKILL", ...
     returncode: int | None = None
@@ -215,7 +227,19 @@ def _stage() -> Path:
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "data"),
     )
     (stage / "empty").write_bytes(b"")
+    _readable(stage / "mha_helpers")
     return stage
+
+
+def _readable(folder: Path) -> None:
+    """Folders 0755 and files 0644 below ``folder`` (a private copy), so the unprivileged uid
+    a root grader's sandbox runs as can read what is bound in."""
+    os.chmod(folder, 0o755)
+    for base, dirs, files in os.walk(folder):
+        for d in dirs:
+            os.chmod(os.path.join(base, d), 0o755)
+        for f in files:
+            os.chmod(os.path.join(base, f), 0o644)
 
 
 def _seen_at(p: Path, venv: Path | None) -> str:
@@ -236,12 +260,25 @@ def _python_inside(stage: Path, venv: Path | None) -> str:
         if key in ("home", "include-system-site-packages", "version", "version_info"):
             kept.append(line)
     (stage / "pyvenv.cfg").write_text("\n".join(kept) + "\n")
+    os.chmod(stage / "pyvenv.cfg", 0o644)
     exe = Path(sys.executable)
     return (
         INNER_VENV + str(exe)[len(sys.prefix) :]
         if str(exe).startswith(sys.prefix.rstrip("/") + "/")
         else f"{INNER_VENV}/bin/python3"
     )
+
+
+def _extra_sites() -> set:
+    """Site folders on this interpreter's path that it would not find by itself (given by
+    ``PYTHONPATH``, for example): the inside's ``PYTHONPATH`` lists them too."""
+    own = set()
+    for p in site.getsitepackages() + [site.getusersitepackages()]:
+        try:
+            own.add(str(Path(p).resolve()))
+        except OSError:
+            pass
+    return {str(s) for s in _site_dirs()} - own
 
 
 def _installation_mounts(venv: Path | None, sites: list, protected: list) -> tuple:
@@ -265,7 +302,11 @@ def _installation_mounts(venv: Path | None, sites: list, protected: list) -> tup
             real = Path(p).resolve()
         except OSError:
             continue
-        if not real.is_dir() or (venv is not None and _inside(real, venv)):
+        try:
+            if not real.is_dir() or (venv is not None and _inside(real, venv)):
+                continue
+        except OSError:  # a folder this user cannot look into
+            problems.append(f"{real} cannot be read: not mounted")
             continue
         if not _mountable(real, protected):
             problems.append(f"{real} holds the home or course folder: not mounted")
@@ -273,6 +314,8 @@ def _installation_mounts(venv: Path | None, sites: list, protected: list) -> tup
         mounts.append((str(real), str(real)))
         if user_site and real == Path(user_site).resolve():
             pythonpath.append(str(real))  # PYTHONNOUSERSITE is set inside: list it explicitly
+        elif str(real) in _extra_sites():
+            pythonpath.append(str(real))  # listed by PYTHONPATH (or a .pth): list it inside too
     mounts.sort(key=lambda m: len(m[1]))
     kept_mounts = []
     for src, dst in mounts:  # drop mounts inside another one (same source below)
@@ -320,8 +363,30 @@ def _system_args() -> list[str]:
     return args
 
 
-def _bwrap_args(limits: Limits, mpl_cache: str | None, seccomp_fd, info_fd) -> list[str]:
+def _sources(mpl_cache: str | None) -> list:
+    """``(host path, name)`` of everything bound in from the instructor's side, in the order
+    the prelude binds them into its reach folder."""
     lay = layout()
+    out = [(src, f"m{i}") for i, (src, _) in enumerate(lay.mounts)]
+    for name in ("pyvenv.cfg", "empty", "mha_helpers"):
+        if (lay.stage / name).exists():
+            out.append((str(lay.stage / name), name))
+    if mpl_cache:
+        out.append((mpl_cache, "mpl"))
+    return out
+
+
+def _bwrap_args(
+    limits: Limits, mpl_cache: str | None, seccomp_fd, info_fd, reach: str | None = None
+) -> list[str]:
+    """bubblewrap's command line. With ``reach`` (the prelude's folder), every source from the
+    instructor's side is read through it and ``/sandbox`` is the prelude's capped tmpfs."""
+    lay = layout()
+    names = dict(_sources(mpl_cache)) if reach else {}
+
+    def src(path: str) -> str:
+        return os.path.join(reach, names[path]) if reach and path in names else path
+
     args = [
         shutil.which("bwrap") or "bwrap",
         "--unshare-all",
@@ -337,20 +402,25 @@ def _bwrap_args(limits: Limits, mpl_cache: str | None, seccomp_fd, info_fd) -> l
         "65534",
     ]
     args += _system_args()
-    for src, dst in lay.mounts:
-        args += ["--ro-bind", src, dst]
+    for s, dst in lay.mounts:
+        args += ["--ro-bind", src(s), dst]
     if (lay.stage / "pyvenv.cfg").is_file():
-        args += ["--ro-bind", str(lay.stage / "pyvenv.cfg"), f"{INNER_VENV}/pyvenv.cfg"]
+        args += ["--ro-bind", src(str(lay.stage / "pyvenv.cfg")), f"{INNER_VENV}/pyvenv.cfg"]
     for dst in lay.hidden:
-        args += ["--ro-bind", str(lay.stage / "empty"), dst]
+        args += ["--ro-bind", src(str(lay.stage / "empty")), dst]
     for dst in lay.emptied:
         args += ["--tmpfs", dst, "--remount-ro", dst]
-    args += ["--ro-bind", str(lay.stage / "mha_helpers"), f"{INNER_PACKAGE_ROOT}/mha_helpers"]
+    args += ["--ro-bind", src(str(lay.stage / "mha_helpers")), f"{INNER_PACKAGE_ROOT}/mha_helpers"]
     if mpl_cache:
-        args += ["--ro-bind", mpl_cache, "/mplcache"]
+        args += ["--ro-bind", src(mpl_cache), "/mplcache"]
+    own_devices = bool(reach) and os.geteuid() == 0  # the prelude made them (see there)
     for dev in ("null", "zero", "urandom", "random"):
-        args += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
-    args += ["--size", str(int(limits.tmp_bytes)), "--tmpfs", WRITABLE]
+        node = os.path.join(reach, "dev", dev) if own_devices else f"/dev/{dev}"
+        args += ["--dev-bind", node, f"/dev/{dev}"]
+    if reach:
+        args += ["--bind", os.path.join(reach, "sandbox"), WRITABLE]
+    else:
+        args += ["--size", str(int(limits.tmp_bytes)), "--tmpfs", WRITABLE]
     for sub in ("work", "home", "tmp", "mpl", "ipython"):
         args += ["--dir", f"{WRITABLE}/{sub}"]
     args += ["--remount-ro", "/", "--chdir", f"{WRITABLE}/work", "--clearenv"]
@@ -363,6 +433,40 @@ def _bwrap_args(limits: Limits, mpl_cache: str | None, seccomp_fd, info_fd) -> l
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     return args
+
+
+@lru_cache(maxsize=None)
+def _reach() -> str:
+    """The prelude's mount point: an empty private folder (its mounts are seen only by the
+    sandboxes' own mount namespaces)."""
+    folder = tempfile.mkdtemp(prefix="mha-grade-reach-")
+    atexit.register(os.rmdir, folder)
+    return folder
+
+
+def _prelude_argv(limits, mpl_cache, seccomp_fd, info_fd, inner, cgroup, announce) -> list:
+    """The command that builds the wall and becomes bubblewrap (see :mod:`.prelude`)."""
+    root = os.geteuid() == 0
+    tail = [layout().python, *inner]
+    owner = DROP_UID if root else 0  # the tmpfs's owner, as the prelude's namespace sees it
+    spec = {
+        "procs": cgroup.procs_files() if cgroup is not None else [],
+        "userns": not root,
+        "drop": [DROP_UID, DROP_UID] if root else None,
+        "reach": _reach(),
+        "binds": _sources(mpl_cache),
+        "tmpfs": {
+            "size": int(limits.tmp_bytes),
+            "inodes": int(limits.tmp_inodes),
+            "uid": owner,
+            "gid": owner,
+        },
+        "argv": _bwrap_args(limits, mpl_cache, seccomp_fd, info_fd, _reach()) + tail,
+        "fallback": _bwrap_args(limits, mpl_cache, seccomp_fd, info_fd) + tail,
+        "announce": announce,
+        "devices": root,
+    }
+    return [sys.executable, "-I", "-S", str(PRELUDE), json.dumps(spec)]
 
 
 def _inner_env(writable: str, package_root: str) -> dict:
@@ -394,10 +498,34 @@ def _probe() -> tuple[str, str] | None:
     if seccomp_filter() is None:
         return "failed", f"no system-call allowlist for this processor ({platform.machine()})"
     out = run({"probe": True}, Limits(wall_seconds=30), _probe_only=True)
+    lines = out.stderr.splitlines()
+    modes = [x.split(": ", 1)[1] for x in lines if x.startswith("mha-prelude: ")]
+    _PRELUDE_MODE.append(modes[-1] if modes else "none")
     if out.report == {"probe": "sandbox works"}:
         return None
-    detail = out.stderr.strip() or out.reason or "no output"
-    return "failed", detail
+    detail = "\n".join(x for x in lines if not x.startswith("mha-prelude: ")).strip()
+    return "failed", detail or out.reason or "no output"
+
+
+_PRELUDE_MODE: list = []  # what the probe's prelude said: "private", or "fallback (why)"
+
+
+def unbounded() -> list[str]:
+    """What of the sandbox's memory is not bounded on this machine (empty when all of it is):
+    with a cgroup every page is counted; without one, the prelude's tmpfs has an inode cap
+    and the allowlist leaves no other path that we know of. Only where the prelude could not
+    make its own mount namespace (bubblewrap's own tmpfs then has a size cap only) is
+    something left."""
+    if _probe() is not None or cgroups.accounting() != "rlimits":
+        return []
+    mode = _PRELUDE_MODE[-1] if _PRELUDE_MODE else "none"
+    if mode == "private":
+        return []
+    return [
+        "no cgroup, and the sandbox's tmpfs has no inode cap here "
+        f"(the prelude: {mode}): its files and folders (about 1 KiB of kernel memory each, up "
+        "to about an eighth of the machine's memory in all) are not counted by any limit"
+    ]
 
 
 def probe() -> str | None:
@@ -446,21 +574,55 @@ def warm_matplotlib() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
+    _readable(Path(folder))
     return folder
 
 
+def _line(data: bytes):
+    try:
+        parsed = codec.loads(data)
+    except codec.CodecError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _parse_stdout(out: Outcome, stdout: bytes) -> None:
+    """The report is the FIRST ``result`` line (the grader sent the hidden cases only once it
+    had arrived, so nothing after it may be quoted); ``hidden`` the last ``hidden`` line after
+    it. Lines cut by the size cap do not parse."""
+    for line in stdout.split(b"\n"):
+        if line.startswith(b"step "):
+            out.steps.append(line[5:200].decode("utf-8", "replace"))
+        elif line.startswith(b"result ") and out.report is None:
+            out.report = _line(line[7:])
+            if out.report is None:
+                return  # a first result line that does not parse: nothing after it counts
+        elif line.startswith(b"hidden ") and out.report is not None:
+            out.hidden = _line(line[7:])
+
+
 def run(
-    job: dict, limits: Limits, isolate: bool = True, mpl_cache: str | None = None, _probe_only=False
+    job: dict,
+    limits: Limits,
+    isolate: bool = True,
+    mpl_cache: str | None = None,
+    _probe_only=False,
+    hidden: dict | None = None,
 ) -> Outcome:
-    """Run one job in a fresh sandbox (or, with ``isolate=False``, a plain subprocess)."""
+    """Run one job in a fresh sandbox (or, with ``isolate=False``, a plain subprocess).
+
+    ``hidden`` ({grade_id: cases}) is sent only after the run's ``result`` line has arrived,
+    so the program has no hidden case in its memory while it makes anything feedback quotes."""
     job = dict(
         job,
         memory_bytes=limits.memory_bytes,
         cpu_seconds=limits.cpu_seconds,
         file_bytes=limits.file_bytes,
         mpl_cache="/mplcache" if (isolate and mpl_cache) else mpl_cache,
+        phase2=bool(hidden),
     )
-    payload = codec.dumps(job).encode("utf-8")
+    payload = codec.dumps(job).encode("utf-8") + b"\n"
+    second = (codec.dumps(hidden).encode("utf-8") + b"\n") if hidden else None
     out = Outcome(spawn=time.time())
     if _probe_only:
         inner = ["-c", 'print(\'result {"probe": "sandbox works"}\')']
@@ -469,62 +631,80 @@ def run(
     if process.closing():
         rc, stdout, stderr, reason = None, b"", b"", "the grader is stopping"
     elif isolate:
-        program = seccomp_filter()
-        fds: list = []
-        try:
-            r, w = os.pipe()
-            fds += [r, w]
-            os.write(w, program or b"")
-            os.close(w)
-            fds.remove(w)
-            info_r, info_w = os.pipe()
-            fds += [info_r, info_w]
-            parents = None if _probe_only else cgroups.cgroup_parents()
-            cgroup = cgroups.make_cgroup(parents, limits) if parents else None
-            argv = _bwrap_args(limits, mpl_cache, r, info_w) + [layout().python, *inner]
-            rc, stdout, stderr, reason = process.run_process(
-                argv, payload, limits, (r, info_w), cgroup=cgroup, info_r=info_r
-            )
-        finally:
-            for fd in fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        rc, stdout, stderr, reason = _run_isolated(
+            payload, second, limits, mpl_cache, inner, _probe_only
+        )
     else:
-        with tempfile.TemporaryDirectory(prefix="mha-grade-") as tmp:
-            for sub in ("work", "home", "tmp", "mpl", "ipython"):
-                os.mkdir(os.path.join(tmp, sub))
-            env = _inner_env(tmp, str(PACKAGE_DIR.parent))
-            env["PATH"] = os.environ.get("PATH", env["PATH"])
-            rc, stdout, stderr, reason = process.run_process(
-                [sys.executable, *inner], payload, limits, (), env, cwd=os.path.join(tmp, "work")
-            )
+        rc, stdout, stderr, reason = _run_unisolated(payload, second, limits, inner)
     out.end = time.time()
     out.returncode = rc
     out.stderr = stderr.decode("utf-8", "replace")[-2000:]
-    for line in stdout.split(b"\n"):
-        if line.startswith(b"step "):
-            out.steps.append(line[5:200].decode("utf-8", "replace"))
-        elif line.startswith(b"result "):  # the runner's own is the last line it writes
-            try:
-                report = codec.loads(line[7:])
-                out.report = report if isinstance(report, dict) else None
-            except codec.CodecError:
-                out.report = None
-    if out.report is None and not reason:
-        if isolate and rc is not None and 128 < rc < 160:
-            rc = -(rc - 128)  # bwrap exits with 128 + the signal that killed the program
-        if rc is not None and rc < 0:
-            try:
-                reason = f"killed by {signal.Signals(-rc).name}"
-            except ValueError:
-                reason = f"killed by signal {-rc}"
-            if reason == "killed by SIGXCPU":
-                reason = "cpu-time"
-        elif rc not in (0, None):
-            reason = f"exited with code {rc}"
-        else:
-            reason = "no result"
+    _parse_stdout(out, stdout)
+    if (out.report is None or (second and out.hidden is None)) and not reason:
+        reason = _why_no_result(rc, isolate)
     out.reason = reason
     return out
+
+
+def _why_no_result(rc, isolate: bool) -> str:
+    if isolate and rc is not None and 128 < rc < 160:
+        rc = -(rc - 128)  # bwrap exits with 128 + the signal that killed the program
+    if rc is not None and rc < 0:
+        try:
+            reason = f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            reason = f"killed by signal {-rc}"
+        return "cpu-time" if reason == "killed by SIGXCPU" else reason
+    if rc not in (0, None):
+        return f"exited with code {rc}"
+    return "no result"
+
+
+def _run_isolated(payload, second, limits, mpl_cache, inner, probe_only):
+    """One run in a fresh sandbox: the filter and bwrap's info on pipes, a cgroup where the
+    machine gives one, the prelude (:mod:`.prelude`) becoming bwrap."""
+    fds: list = []
+    try:
+        r, w = os.pipe()
+        fds += [r, w]
+        os.write(w, seccomp_filter() or b"")
+        os.close(w)
+        fds.remove(w)
+        info_r, info_w = os.pipe()
+        fds += [info_r, info_w]
+        parents = None if probe_only else cgroups.cgroup_parents()
+        cgroup = cgroups.make_cgroup(parents, limits) if parents else None
+        argv = _prelude_argv(limits, mpl_cache, r, info_w, inner, cgroup, announce=probe_only)
+        return process.run_process(
+            argv,
+            payload,
+            limits,
+            (r, info_w),
+            cgroup=cgroup,
+            info_r=info_r,
+            second=second,
+            enter=False,
+        )
+    finally:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _run_unisolated(payload, second, limits, inner):
+    with tempfile.TemporaryDirectory(prefix="mha-grade-") as tmp:
+        for sub in ("work", "home", "tmp", "mpl", "ipython"):
+            os.mkdir(os.path.join(tmp, sub))
+        env = _inner_env(tmp, str(PACKAGE_DIR.parent))
+        env["PATH"] = os.environ.get("PATH", env["PATH"])
+        return process.run_process(
+            [sys.executable, *inner],
+            payload,
+            limits,
+            (),
+            env,
+            cwd=os.path.join(tmp, "work"),
+            second=second,
+        )

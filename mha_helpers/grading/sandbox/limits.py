@@ -20,6 +20,7 @@ class Limits:
     cpu_seconds: int = 65
     file_bytes: int = 32 * 2**20  # any one file the program writes
     tmp_bytes: int = 64 * 2**20  # all of /sandbox together
+    tmp_inodes: int = 4096  # files, folders and links in /sandbox (each ~1 KiB of kernel memory)
     wall_seconds: float = 60.0
     report_bytes: int = 16 * 2**20
     pids: int = 16  # processes and threads in the cgroup (bwrap, its init, the runner)

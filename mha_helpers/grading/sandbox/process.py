@@ -80,12 +80,24 @@ def closing() -> bool:
 
 
 def run_process(
-    argv, stdin: bytes, limits: Limits, pass_fds=(), env=None, cwd=None, cgroup=None, info_r=None
+    argv,
+    stdin: bytes,
+    limits: Limits,
+    pass_fds=(),
+    env=None,
+    cwd=None,
+    cgroup=None,
+    info_r=None,
+    second: bytes | None = None,
+    enter: bool = True,
 ):
     """Run, feed stdin, read stdout/stderr with caps until exit or the deadline, then end
-    everything the run started (see :class:`_Handle`).
+    everything the run started (see :class:`_Handle`). With ``second``, stdin stays open and
+    ``second`` is written (then stdin closed) only once a whole line starting ``result `` has
+    come out on stdout (:class:`_Second`).
+    ``enter=False``: ``argv`` moves itself into ``cgroup`` (the prelude does).
     Returns ``(returncode or None on timeout, stdout, stderr, reason)``."""
-    if cgroup is not None:
+    if cgroup is not None and enter:
         argv = ["/bin/sh", "-c", cgroups.ENTER, "sh", *cgroup.procs_files(), "--", *argv]
     try:
         proc = subprocess.Popen(
@@ -109,9 +121,10 @@ def run_process(
         handle.kill()
     deadline = time.monotonic() + limits.wall_seconds
     capture = _Capture(proc, limits.report_bytes)
+    capture.second = _Second(proc, second) if second else None
     reason = ""
     try:
-        _feed(proc, stdin)
+        _feed(proc, stdin, close=second is None)
         reason = _read_until_exit(proc, handle, capture, deadline, info_r)
     finally:
         _end(proc, handle, key)
@@ -143,17 +156,51 @@ class _Capture:
         return b"".join(self.chunks[f])
 
 
-def _feed(proc, stdin: bytes) -> None:
+def _feed(proc, stdin: bytes, close: bool = True) -> None:
     """Write the job and close stdin (a run that does not read it is not waited for)."""
     try:
         proc.stdin.write(stdin)
-    except (BrokenPipeError, OSError):
-        pass
+        proc.stdin.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        close = True
     finally:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
+        if close:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+
+class _Second:
+    """The hidden cases, held back until the first whole ``result`` line has been read from
+    stdout; then written from a thread (student code runs by then and need not read them: the
+    grader never blocks on it) and stdin closed."""
+
+    def __init__(self, proc, data: bytes):
+        self.proc, self.data = proc, data
+        self.head = b""  # the start of the current line (up to 7 bytes)
+        self.result_line = False
+        self.sent = False
+
+    def saw(self, data: bytes) -> None:
+        for part in data.split(b"\n")[:-1] if b"\n" in data else []:
+            self._add(part)
+            if self.result_line:
+                self._send()
+                return
+            self.head, self.result_line = b"", False
+        self._add(data.rsplit(b"\n", 1)[-1])
+
+    def _add(self, part: bytes) -> None:
+        if len(self.head) < 7:
+            self.head += part[: 7 - len(self.head)]
+            self.result_line = self.head == b"result "
+
+    def _send(self) -> None:
+        if self.sent:
+            return
+        self.sent = True
+        threading.Thread(target=_feed, args=(self.proc, self.data), daemon=True).start()
 
 
 def _read_until_exit(proc, handle: _Handle, capture: _Capture, deadline: float, info_r) -> str:
@@ -191,6 +238,8 @@ def _read_until_exit(proc, handle: _Handle, capture: _Capture, deadline: float, 
                 sel.unregister(f)
                 continue
             capture.add(f, data)
+            if f is proc.stdout and capture.second is not None:
+                capture.second.saw(data)
     if handle.pidfd is None and info:
         handle.pidfd = pidfd_from_info(bytes(info))
     sel.close()

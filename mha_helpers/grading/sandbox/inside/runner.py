@@ -7,10 +7,14 @@ file, the question banks or the self-check data (the sandbox does not mount them
 stdin holds the program (the course's cells with the learner's in place) and the arguments of
 the cases, and nothing about the expected results.
 
-Protocol. Job: one JSON document on stdin (:mod:`...rules.codec`). Report: lines on the original
-stdout, which is saved before any student code runs (fds 1 and 2 then point at /dev/null and
-``print`` goes to a counting sink): ``step cell 3`` / ``step eval q03_x`` before each step, so the
-grader can tell which step a dead run was in, and a last line ``result {...}``. Student code
+Protocol. Job: one JSON line on stdin (:mod:`...rules.codec`) with the public cases only.
+Report: lines on the original stdout, which is saved before any student code runs (fds 1 and 2
+then point at /dev/null and ``print`` goes to a counting sink): ``step cell 3`` / ``step eval
+q03_x`` before each step, so the grader can tell which step a dead run was in, and ``result
+{...}`` once every cell and every public case has run. Only when the job says ``phase2`` does
+the grader then send a second line, the hidden cases, which the runner evaluates (``step eval``
+again) and reports in a last line ``hidden {...}``. So nothing hidden is in the process while
+anything the feedback may quote (error texts, answers, public outputs) is made. Student code
 can write to that channel too; the grader treats the report as untrusted data (strict schema,
 size limits) and computes every verdict itself, so a forged report can only claim outputs that
 a correct answer would have produced anyway.
@@ -53,6 +57,8 @@ def _set_limits(job):
         lim(resource.RLIMIT_FSIZE, int(job["file_bytes"]))
     lim(resource.RLIMIT_CORE, 0)
     lim(resource.RLIMIT_NOFILE, 256)  # bounds what pipes can hold in kernel memory
+    lim(resource.RLIMIT_SIGPENDING, 64)  # queued signals and POSIX timers (kernel memory)
+    lim(resource.RLIMIT_MSGQUEUE, 0)
     # Writing past RLIMIT_FSIZE then fails with an error instead of killing the process.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
@@ -121,8 +127,9 @@ def main(argv=None) -> int:
     def step(text):
         report.write(f"step {text}\n")
 
-    job = codec.loads(sys.stdin.buffer.read())
-    sys.stdin.close()
+    job = codec.loads(sys.stdin.buffer.readline())
+    if not job.get("phase2"):
+        sys.stdin.close()
     _set_limits(job)
     _copy_font_cache(job.get("mpl_cache"))
 
@@ -157,7 +164,34 @@ def main(argv=None) -> int:
         text = codec.dumps({"cells": cells, "answers": {}, "output_chars": 0})
     report.write("result " + text + "\n")
     report.flush()
+    if job.get("phase2"):
+        _hidden_phase(job, shell.user_ns, cell_timeout, budget, codec, run_cases, step, report)
     os._exit(0)  # skip interpreter teardown: nothing the student left behind runs at exit
+
+
+def _hidden_phase(job, user_ns, cell_timeout, budget, codec, run_cases, step, report) -> None:
+    """The second phase: read the hidden cases (sent by the grader only after it has the
+    ``result`` line) and report each function's outputs on them in a ``hidden`` line."""
+    try:
+        hidden = codec.loads(sys.stdin.buffer.readline())
+    except Exception:
+        hidden = {}
+    out = {}
+    for spec in job["questions"]:
+        gid = spec["grade_id"]
+        if spec["kind"] != "function" or gid not in hidden:
+            continue
+        step(f"eval {gid}")
+        rec = _answer(
+            dict(spec, cases=hidden[gid]), user_ns, {}, cell_timeout, budget, codec, run_cases
+        )
+        out[gid] = {k: rec[k] for k in ("status", "results") if k in rec}
+    try:
+        text = codec.dumps({"answers": out})
+    except (TypeError, ValueError):
+        text = codec.dumps({"answers": {}})
+    report.write("hidden " + text + "\n")
+    report.flush()
 
 
 def _take_stdout():
