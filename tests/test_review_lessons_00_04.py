@@ -1077,8 +1077,15 @@ def test_l04_stored_length_timings_need_no_other_explanation_if_the_lesson_says_
     text = stored("04_cost", "l04-26")
     times = {int(m): float(t) for m, t in re.findall(r"^n =\s*(\d+)\s+([\d.]+) ms", text, re.M)}
     lengths = sorted(times)
-    # no count in the lesson (8nd^2 + 4n^2d, plus 5hn^2) grows more than 4x when n doubles
-    assert all(times[b] / times[a] <= 4.0 for a, b in zip(lengths, lengths[1:]))
+    # no count in the lesson (8nd^2 + 4n^2d, plus 5hn^2) grows more than 4x when n doubles; the
+    # lesson (fixes_check.md problem D) claims that only up to n = 256 (scores of at most 2 MiB)
+    # and explains a larger last step by the scores outgrowing the caches, within twice the count
+    upto_256 = "up to $n = 256$, where the scores take at most 2 MiB" in prose("04_cost")
+    checked = list(zip(lengths, lengths[1:]))[: -1 if upto_256 else None]
+    assert all(times[b] / times[a] <= 4.0 for a, b in checked)
+    last = times[512] / times[256]
+    count = sum(_flops(512, 128).values()) / sum(_flops(256, 128).values())
+    assert last <= 4.0 or (upto_256 and last <= 2 * count)
 
 
 def test_l04_the_softmax_time_the_summary_claims_is_measured():

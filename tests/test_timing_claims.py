@@ -89,11 +89,15 @@ def check_lengths(text: str) -> list[str]:
     if sorted(times) != lengths:
         return [f"expected timings for n = {lengths}, found {sorted(times)}"]
     problems = []
-    if times[64] / times[32] >= 1.5:
+    flops = {m: attention_flops(m, 128, 8)["total"] for m in lengths}
+    if times[64] / times[32] >= flops[64] / flops[32]:
         problems.append(
-            f"n 32 -> 64 multiplied the time by {times[64] / times[32]:.2f}, not less than 1.5"
+            f"n 32 -> 64 multiplied the time by {times[64] / times[32]:.2f}, not less than the "
+            f"FLOPs' {flops[64] / flops[32]:.2f}"
         )
-    for a, b in zip(lengths, lengths[1:]):
+    # The 4x bound holds while the h n^2 scores take at most 2 MiB (n <= 256); the text leaves the
+    # last doubling (scores 2 -> 8 MiB, where they may outgrow the caches) to the 2/3-2 band below.
+    for a, b in zip(lengths[:-2], lengths[1:-1]):
         if times[b] / times[a] > 4:
             problems.append(
                 f"n {a} -> {b}: time x {times[b] / times[a]:.2f}, more than the 4 times that any "
@@ -207,9 +211,11 @@ CLAIMS = {
     "l04-26": (
         check_lengths,
         [
-            "less than 1.5 times on the stored run",
+            "From $n = 32$ to 64 the time grows less than the FLOPs",
             "by between 2/3 and 2 times what it multiplied the FLOPs by",
-            "on the stored run no doubling multiplied the time by more than 4",
+            "up to $n = 256$, where the scores take at most 2 MiB, on the stored run no doubling "
+            "multiplied the time by more than 4",
+            "so the check leaves it out of the 4-times bound and holds it only to the factor-of-2 band",
         ],
     ),
     "l04-stages": (
@@ -300,11 +306,23 @@ def test_the_checkers_reject_the_contradicting_numbers_issue_34_found():
         for p in check_scores(OLD_SCORES.replace("1.17", "1.50"))
     )
     assert any("n 128 -> 256" in p for p in check_lengths(OLD_LENGTHS))
-    # the stored step that the review of lessons 00-04 found (finding 5): 5.23 times in one doubling
+    # The stored step that the review of lessons 00-04 found (finding 5): 5.23 times at the last
+    # doubling. The text now explains a step above 4 there (the scores grow from 2 to 8 MiB) and
+    # holds it to twice the FLOP factor (6.00), so that run passes; the same step one doubling
+    # earlier, where the scores fit in 2 MiB, does not, and neither does a last step above 6.
     review_lengths = (
         "n = 32 0.445 ms\nn = 64 0.437 ms\nn = 128 0.883 ms\nn = 256 2.315 ms\nn = 512 12.100 ms\n"
     )
-    assert any("more than the 4 times" in p for p in check_lengths(review_lengths))
+    assert check_lengths(review_lengths) == []
+    early = "n = 32 0.445 ms\nn = 64 0.437 ms\nn = 128 0.6 ms\nn = 256 2.6 ms\nn = 512 8.0 ms\n"
+    assert [p for p in check_lengths(early) if "more than the 4 times" in p] == [
+        "n 128 -> 256: time x 4.33, more than the 4 times that any term of the count grows by"
+    ]
+    late = review_lengths.replace("12.100", "14.500")  # x 6.26 against FLOPs x 3.00
+    assert any("n 256 -> 512" in p and "2/3 to 2" in p for p in check_lengths(late))
+    # the first doubling must grow less than the FLOPs (x 2.22), as the text says
+    cold = review_lengths.replace("0.437", "1.000")  # x 2.25
+    assert any("not less than the FLOPs' 2.22" in p for p in check_lengths(cold))
     assert check_stages("") != []
     good = """   1    128      0.101      0.042      0.008      0.003      0.039      0.033   0.226   0.257
    8     16      0.102      0.060      0.066      0.021      0.055      0.044   0.348   0.377
