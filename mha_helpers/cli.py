@@ -242,6 +242,7 @@ def _add_grade(sub) -> None:
         help="late policy: a late submission's score is its points times F (0 to 1); "
         "remembered in the gradebook",
     )
+    _add_gradebook_options(p)
     p.add_argument(
         "--unsafe-no-sandbox",
         action="store_true",
@@ -249,6 +250,21 @@ def _add_grade(sub) -> None:
         "and change your files); only for submissions you trust",
     )
     p.set_defaults(func=_cmd_grade)
+
+
+def _add_gradebook_options(p) -> None:
+    """The options of every command that changes the gradebook."""
+    p.add_argument(
+        "--import-edits",
+        action="store_true",
+        help="keep changes typed into the gradebook CSV by hand as decisions (without it, a "
+        "command refuses to run while the CSV holds changes of yours)",
+    )
+    p.add_argument(
+        "--grader",
+        metavar="NAME",
+        help="who is deciding, recorded with every decision (default: your user name)",
+    )
 
 
 def _add_export(sub) -> None:
