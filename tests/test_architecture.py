@@ -210,7 +210,10 @@ G = "mha_helpers.grading"
 # orchestrators above them call each stage in turn). What every stage may use is at the bottom.
 LAYERS = (
     ("the public names", [G]),
-    ("the command line", ["mha_helpers.cli", f"{G}.classroom.commands"]),
+    (
+        "the command line",
+        ["mha_helpers.cli", f"{G}.classroom.commands", f"{G}.classroom.gradebook_commands"],
+    ),
     ("grading a class, validating a notebook", [f"{G}.classroom.grade", f"{G}.classroom.validate"]),
     ("the course's assignments (templates, cases)", [f"{G}.classroom.assignments"]),
     ("release (exercises and self-check data)", [f"{G}.classroom.release"]),

@@ -192,7 +192,9 @@ def check_edits(
             [],
         )
     with db.transaction():
-        problems = [(e, _as_decision(db, e, manual_ids, origin + ", edited in " + name)) for e in edits]
+        problems = [
+            (e, _as_decision(db, e, manual_ids, origin + ", edited in " + name)) for e in edits
+        ]
         bad = [f"{e} ({why})" for e, why in problems if why]
         if bad:
             db.conn.rollback()
