@@ -131,7 +131,7 @@ def _cmd_grade(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from .grading.classroom.commands import export_command
+    from .grading.classroom.export import export_command
 
     return export_command(args)
 
@@ -302,6 +302,24 @@ def _add_export(sub) -> None:
         type=float,
         metavar="F",
         help="late policy for this export (default: the one in the gradebook)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace grades, EX (excused) and feedback comments the LMS already holds "
+        "(without it they are kept and every conflict is listed)",
+    )
+    p.add_argument(
+        "--column",
+        action="append",
+        metavar="ASSIGNMENT=COLUMN",
+        help="the LMS column of an assignment, as in the roster's header (repeatable)",
+    )
+    p.add_argument(
+        "--scale",
+        action="store_true",
+        help="Canvas: scale grades to the assignment's points possible (Moodle always scales "
+        "to the worksheet's maximum grade)",
     )
     p.set_defaults(func=_cmd_export)
 

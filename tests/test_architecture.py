@@ -212,7 +212,12 @@ LAYERS = (
     ("the public names", [G]),
     (
         "the command line",
-        ["mha_helpers.cli", f"{G}.classroom.commands", f"{G}.classroom.gradebook_commands"],
+        [
+            "mha_helpers.cli",
+            f"{G}.classroom.commands",
+            f"{G}.classroom.gradebook_commands",
+            f"{G}.classroom.export",
+        ],
     ),
     ("grading a class, validating a notebook", [f"{G}.classroom.grade", f"{G}.classroom.validate"]),
     ("the course's assignments (templates, cases)", [f"{G}.classroom.assignments"]),

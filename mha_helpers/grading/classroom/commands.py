@@ -26,7 +26,7 @@ from .assignments import load_templates
 from .collect import Submission, collect
 from .grade import Options, grade_submissions
 from .gradebook_view import standing_manual, view_records
-from .lms import Roster, RosterError, export_canvas, export_moodle, read_roster
+from .lms import Roster, RosterError, read_roster
 from .row import row_key
 from .untrusted import clean_text, normalise_name, safe_console
 
@@ -592,81 +592,3 @@ def check_solutions(course=None, timeout: float = 120.0) -> int:
             if not n.startswith("graded WITHOUT"):
                 print(f"       note: {n}")
     return 1 if failed or problems else 0
-
-
-def export_command(args) -> int:
-    """``mha-course export GRADEBOOK --to canvas|moodle --roster FILE --out FILE``: exit 0 when
-    every roster student's grade was written, 1 when something needs a look (a student or an
-    assignment not matched, written answers still pending), 2 for a usage error."""
-
-    def usage(message):
-        print(f"mha-course export: {message}", file=sys.stderr)
-        return 2
-
-    book = Path(args.gradebook)
-    if not book.is_file():
-        return usage(f"no such gradebook: {book} (nothing was written)")
-    try:
-        columns, records = gb.read_gradebook(book)
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        return usage(f"{book}: {exc}")
-    try:
-        roster = read_roster(args.roster)
-    except (RosterError, OSError) as exc:
-        return usage(f"--roster: {exc}")
-    if roster.kind != args.to:
-        return usage(
-            f"--to {args.to} needs a {args.to} roster; {args.roster} is a {roster.kind} "
-            + ("gradebook export" if roster.kind == "canvas" else "grading worksheet")
-        )
-    factor = getattr(args, "late_factor", None)
-    if factor is not None:
-        if not 0 <= factor <= 1:
-            return usage(f"--late-factor {factor:g}: give a factor from 0 to 1")
-        for rec in records:
-            gb.set_late_factor(rec, factor)
-    assignments = sorted({r["assignment"] for r in records if r["assignment"]})
-    if args.assignment:
-        unknown = [a for a in args.assignment if a not in assignments]
-        if unknown:
-            return usage(f"--assignment {', '.join(unknown)}: not in {book}")
-        assignments = list(args.assignment)
-    if not assignments:
-        return usage(f"{book} has no graded assignment to export")
-    if args.to == "moodle" and len(assignments) != 1:
-        return usage(
-            "a Moodle worksheet is one assignment's: choose it with --assignment "
-            f"(one of {', '.join(assignments)})"
-        )
-    qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
-    if args.to == "canvas":
-        text, problems = export_canvas(records, roster, assignments)
-    else:
-        text, problems = export_moodle(records, roster, assignments[0], qids)
-    pending = [
-        r for r in records if r["assignment"] in assignments and gb.to_float(r.get("pending")) > 0
-    ]
-    if pending:
-        problems.append(
-            f"{len(pending)} row(s) still have written answers to score (pending): their "
-            "exported grade leaves those points out"
-        )
-    gb.atomic_write(Path(args.out), text)
-    ids = {s.id for s in roster.students}
-    filled = sum(
-        1
-        for r in records
-        if r["assignment"] in assignments
-        and r["student_id"] in ids
-        and r.get("status") not in ("missing", "superseded")
-        and r.get("score", "") != ""
-    )
-    print(
-        f"wrote {args.out}: {args.to} {'gradebook import' if args.to == 'canvas' else 'grading worksheet'}"
-        f" for {len(roster.students)} students, {len(assignments)} assignment(s) "
-        f"({', '.join(assignments)}); {filled} grades filled, "
-        f"{len(roster.students) * len(assignments) - filled} left empty (no submission)"
-    )
-    for p in problems:
-        print(f"  note: {p}")
-    return 1 if problems else 0

@@ -41,6 +41,7 @@ __all__ = [
     "export_canvas",
     "export_moodle",
     "CANVAS_IDENTITY",
+    "safe_cell",
 ]
 
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -86,6 +87,7 @@ class Roster:
     students: list
     points_row: list | None = None  # Canvas's "Points Possible" row
     by_id: dict = field(default_factory=dict)
+    columns: dict = field(default_factory=dict)  # Moodle: the English name -> this file's
 
     def find(self, student_id: str, name: str = "") -> Student | None:
         """The roster student with this LMS id; else one whose SIS login, SIS id, email or
@@ -219,50 +221,136 @@ def _score(rec: dict) -> float | None:
     return _number(rec["score"])
 
 
-def export_canvas(records: list, roster: Roster, assignments: list) -> tuple[str, list[str]]:
-    """The CSV text for Canvas's gradebook import, and problems worth a look."""
-    problems = []
-    col = {h: i for i, h in enumerate(roster.header)}
-    ident = [h for h in CANVAS_IDENTITY if h in col]
+_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(text) -> str:
+    """A cell no spreadsheet runs as a formula: text starting with ``= + - @``, a tab or a
+    carriage return gets a leading apostrophe (a number, or a lone ``-``, is left as it is).
+
+    >>> safe_cell("=HYPERLINK(1)"), safe_cell("-2.5"), safe_cell("-"), safe_cell("Ana")
+    ("'=HYPERLINK(1)", '-2.5', '-', 'Ana')
+    """
+    text = str(text)
+    if not text.startswith(_TRIGGERS) or text == "-" or _number(text) is not None:
+        return text
+    return "'" + text
+
+
+def _kept(existing: str, ours: str | None, overwrite: bool, who: str, conflicts: list) -> str:
+    """The cell to write where the LMS already holds ``existing``: ours when the LMS has
+    nothing (or the same), else the LMS's kept (``EX`` always) unless ``overwrite``, the
+    conflict listed either way."""
+    if ours is None:
+        return existing
+    if existing == "" or _same_grade(existing, ours):
+        return ours
+    verb = "overwritten (--overwrite)" if overwrite else "kept (--overwrite to replace it)"
+    conflicts.append(f"conflict: {who}: the LMS has {existing!r}, the gradebook {ours!r}; {verb}")
+    return ours if overwrite else existing
+
+
+def _same_grade(a: str, b: str) -> bool:
+    x, y = _number(a), _number(b)
+    return a.strip() == b.strip() or (x is not None and y is not None and abs(x - y) < 0.005)
+
+
+def _canvas_headers(roster: Roster, assignments: list, columns: dict, problems: list) -> list:
     headers = []
     for a in assignments:
-        own = assignment_column(roster.header, a)
+        own = columns.get(a) or assignment_column(roster.header, a)
         if own is None:
             problems.append(
                 f"{a}: no column for it in {roster.path.name}; written as a new column "
-                f"{a!r} (Canvas creates an assignment for it on import)"
+                f"{a!r} (Canvas creates an assignment for it on import; map it to its column "
+                "with --column ASSIGNMENT=COLUMN)"
             )
         headers.append(own or a)
+    return headers
+
+
+def _canvas_scales(records, roster, assignments, headers, scale: bool, problems) -> dict:
+    """Per assignment, the factor from the course's points to Canvas's points possible (1
+    unless ``scale``; a difference is noted either way)."""
+    col = {h: i for i, h in enumerate(roster.header)}
+    factors = {}
+    for a, h in zip(assignments, headers):
+        factors[a] = 1.0
+        if roster.points_row is None:
+            continue
+        possible = _number(_cell(roster.points_row, col.get(h, -1)))
+        mine = {_number(r.get("max")) or 0.0 for r in records if r["assignment"] == a}
+        if possible is None or not mine or not all(abs(possible - m) > 1e-9 for m in mine):
+            continue
+        if scale and max(mine) > 0:
+            factors[a] = possible / max(mine)
+            problems.append(
+                f"{h}: Canvas says {_fmt(possible)} points possible, the course's exercise has "
+                f"{_fmt(max(mine))}; grades scaled to {_fmt(possible)} (--scale)"
+            )
+        else:
+            problems.append(
+                f"{h}: Canvas says {_fmt(possible)} points possible, the course's exercise has "
+                f"{_fmt(max(mine))}; the points are exported as they are (--scale scales them)"
+            )
+    return factors
+
+
+def export_canvas(
+    records: list,
+    roster: Roster,
+    assignments: list,
+    columns: dict | None = None,
+    overwrite: bool = False,
+    scale: bool = False,
+) -> tuple[str, list[str]]:
+    """The CSV text for Canvas's gradebook import, and problems worth a look (conflicts with
+    what Canvas holds among them, starting ``conflict:``). ``columns`` maps an assignment to
+    its column; what Canvas holds (``EX``, a grade) is kept unless ``overwrite``."""
+    problems: list = []
+    conflicts: list = []
+    col = {h: i for i, h in enumerate(roster.header)}
+    ident = [h for h in CANVAS_IDENTITY if h in col]
+    headers = _canvas_headers(roster, assignments, columns or {}, problems)
+    factors = _canvas_scales(records, roster, assignments, headers, scale, problems)
     by_key = {(r["student_id"], r["assignment"]): r for r in records}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(ident + headers)
-    roster_ids = {s.id for s in roster.students}
-    if roster.points_row is not None:
-        for a, h in zip(assignments, headers):
-            possible = _number(_cell(roster.points_row, col.get(h, -1)))
-            mine = {_number(r.get("max")) or 0.0 for r in records if r["assignment"] == a}
-            if possible is not None and mine and all(abs(possible - m) > 1e-9 for m in mine):
-                problems.append(
-                    f"{h}: Canvas says {_fmt(possible)} points possible, the course's exercise has "
-                    f"{_fmt(max(mine))}; the points are exported as they are"
-                )
+    w.writerow([safe_cell(h) for h in ident + headers])
+    exact = {"ID", "SIS User ID", "SIS Login ID"}
     for s in roster.students:
         row = roster.rows[s.row]
-        out = [_cell(row, col[h]) for h in ident]
-        for a in assignments:
+        out = [_cell(row, col[h]) if h in exact else safe_cell(_cell(row, col[h])) for h in ident]
+        for a, h in zip(assignments, headers):
             rec = by_key.get((s.id, a))
             value = _score(rec) if rec else None
-            out.append("" if value is None else _fmt(value))
-        w.writerow(out)
-    for r in records:
-        if r["assignment"] in assignments and r["student_id"] not in roster_ids:
-            if r.get("status") != "superseded":
-                problems.append(
-                    f"{clean_text(r['student'], max_chars=80)} ({r['student_id']}) is not in "
-                    f"{roster.path.name}: {r['assignment']} not exported"
+            ours = None if value is None else _fmt(value * factors[a])
+            if rec is not None and rec.get("status") == "excused":
+                ours = "EX"
+            existing = _cell(row, col[h]) if h in col else ""
+            if existing.upper() == "EX" and not overwrite and ours not in (None, "EX"):
+                conflicts.append(
+                    f"conflict: {s.name} ({s.id}) {h}: excused (EX) in Canvas, the gradebook "
+                    f"has {ours}; EX kept (--overwrite to replace it)"
                 )
-    return buf.getvalue(), problems
+                out.append(existing)
+                continue
+            out.append(_kept(existing, ours, overwrite, f"{s.name} ({s.id}) {h}", conflicts))
+        w.writerow(out)
+    problems += _strangers(records, roster, set(assignments), "not exported")
+    return buf.getvalue(), problems + conflicts
+
+
+def _strangers(records, roster, assignments: set, what: str) -> list:
+    roster_ids = {s.id for s in roster.students}
+    return [
+        f"{clean_text(r['student'], max_chars=80)} ({r['student_id']}) is not in "
+        f"{roster.path.name}: {r['assignment']} {what}"
+        for r in records
+        if r["assignment"] in assignments
+        and r["student_id"] not in roster_ids
+        and r.get("status") != "superseded"
+    ]
 
 
 def summary_comment(rec: dict, question_ids: list) -> str:
@@ -279,52 +367,70 @@ def summary_comment(rec: dict, question_ids: list) -> str:
 
 
 def export_moodle(
-    records: list, roster: Roster, assignment: str, question_ids: list
+    records: list, roster: Roster, assignment: str, question_ids: list, overwrite: bool = False
 ) -> tuple[str, list[str]]:
-    """The worksheet with ``Grade`` and ``Feedback comments`` filled, other cells untouched."""
-    problems = []
+    """The worksheet with ``Grade`` and ``Feedback comments`` filled, other cells untouched
+    (text a spreadsheet would run as a formula neutralised, ``Identifier`` exact). A grade or
+    a comment the worksheet already holds is kept unless ``overwrite``; conflicts are listed
+    (starting ``conflict:``)."""
+    problems, conflicts = [], []
     header = list(roster.header)
     col = {h: i for i, h in enumerate(header)}
-    if "Feedback comments" not in col:
-        header.append("Feedback comments")
-        col["Feedback comments"] = len(header) - 1
+    g = roster.columns.get("Grade", "Grade")
+    fc = roster.columns.get("Feedback comments", "Feedback comments")
+    if fc not in col:
+        header.append(fc)
+        col[fc] = len(header) - 1
         problems.append(
             "the worksheet has no 'Feedback comments' column (is the assignment's 'Feedback "
             "comments' feedback type on?); added one"
         )
-    if "Last modified (grade)" not in col:
+    if roster.columns.get("Last modified (grade)", "Last modified (grade)") not in col:
         problems.append(
             "the worksheet has no 'Last modified (grade)' column: Moodle's upload needs it "
             "(download the worksheet again from the assignment)"
         )
     by_key = {(r["student_id"], r["assignment"]): r for r in records}
+    exact = {col[c] for c in (roster.columns.get("Identifier", "Identifier"), g) if c in col}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     for s in roster.students:
         row = list(roster.rows[s.row]) + [""] * (len(header) - len(roster.rows[s.row]))
+        row = [c if i in exact else safe_cell(c) for i, c in enumerate(row)]
         rec = by_key.get((s.id, assignment))
         value = _score(rec) if rec else None
         if value is not None:
-            theirs = _number(_cell(row, col.get("Maximum Grade", -1)))
-            mine = _number(rec.get("max")) or 0.0
-            if theirs and mine and abs(theirs - mine) > 1e-9:
-                value = value * theirs / mine
-                note = (
-                    f"{assignment}: Moodle's maximum grade is {_fmt(theirs)}, the course's "
-                    f"{_fmt(mine)}; grades scaled to {_fmt(theirs)}"
+            value = _moodle_scaled(value, rec, row, roster, assignment, problems)
+            who = f"{s.name} ({s.id})"
+            row[col[g]] = _kept(
+                row[col[g]].strip(), _fmt(value), overwrite, f"{who} grade", conflicts
+            )
+            ours = safe_cell(summary_comment(rec, question_ids))
+            existing = row[col[fc]].strip()
+            if existing and existing != ours and not overwrite:
+                conflicts.append(
+                    f"conflict: {who}: the worksheet already has feedback comments; kept "
+                    "(--overwrite to replace them)"
                 )
-                if note not in problems:
-                    problems.append(note)
-            row[col["Grade"]] = _fmt(value)
-            row[col["Feedback comments"]] = summary_comment(rec, question_ids)
+            else:
+                row[col[fc]] = ours
         w.writerow(row)
-    roster_ids = {s.id for s in roster.students}
-    for r in records:
-        if r["assignment"] == assignment and r["student_id"] not in roster_ids:
-            if r.get("status") != "superseded":
-                problems.append(
-                    f"{clean_text(r['student'], max_chars=80)} ({r['student_id']}) is not in "
-                    f"{roster.path.name}: not exported"
-                )
-    return buf.getvalue(), problems
+    problems += _strangers(records, roster, {assignment}, "not exported")
+    return buf.getvalue(), problems + conflicts
+
+
+def _moodle_scaled(value: float, rec: dict, row: list, roster: Roster, assignment, problems):
+    """A grade scaled to the worksheet's maximum grade (noted once)."""
+    col = {h: i for i, h in enumerate(roster.header)}
+    theirs = _number(_cell(row, col.get(roster.columns.get("Maximum Grade", "Maximum Grade"), -1)))
+    mine = _number(rec.get("max")) or 0.0
+    if theirs and mine and abs(theirs - mine) > 1e-9:
+        note = (
+            f"{assignment}: Moodle's maximum grade is {_fmt(theirs)}, the course's "
+            f"{_fmt(mine)}; grades scaled to {_fmt(theirs)}"
+        )
+        if note not in problems:
+            problems.append(note)
+        return value * theirs / mine
+    return value
