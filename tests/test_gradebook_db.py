@@ -327,3 +327,128 @@ def test_an_excel_resaved_gradebook_is_read(tmp_path):
         out.write_bytes(("\ufeff" + "\n".join(";".join(r) for r in rows) + "\n").encode())
         [edit] = store.find_edits(db, out)
         assert edit.column == "score" and edit.new == "0.5"
+
+
+# ---------------------------------------------------------------------------------------------
+# Exports that never overwrite the LMS silently
+
+
+CANVAS_ROSTER = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,HW1: Self-attention recap (48213),"
+    "02 Heads (48214)\n"
+    "    Points Possible,,,,,12,14\n"
+    '"=HYPERLINK(""http://x"")",1001,=1+1,aperez,MHA 101,12.00,\n'
+    '"Okafor, Ben",1006,S1006,bokafor,-MHA,EX,\n'
+    '"Lee, Joon",1007,S1007,jlee,MHA 101,,\n'
+)
+
+
+def _two_assignments(tmp_path) -> Path:
+    import nbformat
+
+    dl = tmp_path / "canvas"
+    dl.mkdir()
+    nbformat.write(make_notebook(), dl / "perezana_1001_9001_03.ipynb")
+    nbformat.write(make_notebook(), dl / "okaforben_1006_9002_03.ipynb")
+    nbformat.write(make_notebook(), dl / "leejoon_1007_9003_03.ipynb")
+    other = nbformat.read(ROOT / "exercises" / "02_heads.ipynb", as_version=4)
+    nbformat.write(other, dl / "perezana_1001_9004_03-1.ipynb")  # 02 handed in for 03
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out)
+    return out
+
+
+def test_the_canvas_export_keeps_what_canvas_holds_and_says_so(tmp_path, capsys):
+    out = _two_assignments(tmp_path)
+    roster = tmp_path / "canvas_export.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
+    up = tmp_path / "import.csv"
+    capsys.readouterr()
+    assert run("export", out, "--to", "canvas", "--roster", roster, "--out", up) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 assignments" in err and "02_heads" in err and A03 in err
+    assert not up.exists()
+    col = f"{A03}=HW1: Self-attention recap (48213)"
+    rc = run("export", out, "--to", "canvas", "--roster", roster, "--out", up,
+             "--assignment", A03, "--column", col, "--scale")  # fmt: skip
+    text = capsys.readouterr().out
+    assert rc == 1, text
+    with open(up, newline="", encoding="utf-8") as f:
+        body = {r[1]: r for r in csv.reader(f)}
+    assert body["ID"][5] == "HW1: Self-attention recap (48213)"
+    assert body["1001"][0].startswith("'=") and body["1001"][2] == "=1+1"  # ids exact
+    assert body["1006"][4] == "'-MHA"
+    assert body["1001"][5] == "12.00" and "conflict: " in text and "kept" in text  # kept
+    assert body["1006"][5] == "EX" and "EX kept" in text
+    assert float(body["1007"][5]) == pytest.approx(12 * FULL / (FULL + 2))  # scaled
+    run("export", out, "--to", "canvas", "--roster", roster, "--out", up,
+        "--assignment", A03, "--column", col, "--overwrite")  # fmt: skip
+    with open(up, newline="", encoding="utf-8") as f:
+        body = {r[1]: r for r in csv.reader(f)}
+    assert body["1006"][5] == f"{FULL:g}"  # the instructor asked: replaced
+
+
+MOODLE_DE = (
+    "ID,Vollständiger Name,E-Mail-Adresse,Status,Bewertung,Bestwertung,"
+    "Bewertung kann geändert werden,Zuletzt geändert (Abgabe),Zuletzt geändert (Bewertung),"
+    "Feedback als Kommentar\n"
+    "Teilnehmer/in 512001,Ana Souza,ana@uni.example,Zur Bewertung abgegeben,7,10.00,Ja,"
+    '"Montag, 30. November 2026, 09:14",-,Gut gemacht\n'
+    "Teilnehmer/in 512002,@Bo Chen,bo@uni.example,Zur Bewertung abgegeben,,10.00,Ja,"
+    '"Montag, 30. November 2026, 09:14",-,\n'
+)
+
+
+def test_a_german_moodle_worksheet_is_read_and_its_grades_and_comments_kept(tmp_path, capsys):
+    dl = tmp_path / "moodle"
+    write_nb(dl, "Ana Souza_512001_assignsubmission_file_", make_notebook(), "ex.ipynb")
+    write_nb(dl, "Bo Chen_512002_assignsubmission_file_", make_notebook(), "ex.ipynb")
+    sheet = tmp_path / "Bewertungen.csv"
+    sheet.write_text(MOODLE_DE, encoding="utf-8")
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out, "--roster", sheet)
+    up = tmp_path / "upload.csv"
+    capsys.readouterr()
+    assert run("export", out, "--to", "moodle", "--roster", sheet, "--out", up) == 1
+    text = capsys.readouterr().out
+    with open(up, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == next(csv.reader([MOODLE_DE.splitlines()[0]]))
+    by_id = {r[0]: r for r in rows[1:]}
+    assert (
+        by_id["Teilnehmer/in 512001"][4] == "7"
+        and by_id["Teilnehmer/in 512001"][9] == "Gut gemacht"
+    )
+    assert "conflict:" in text
+    assert float(by_id["Teilnehmer/in 512002"][4]) == pytest.approx(
+        FULL * 10 / (FULL + 2), abs=0.01
+    )
+    assert (
+        by_id["Teilnehmer/in 512002"][1] == "'@Bo Chen" and by_id["Teilnehmer/in 512002"][8] == "-"
+    )
+
+
+def test_a_canvas_export_with_split_names_resaved_by_excel_is_read(tmp_path, capsys):
+    out = _two_assignments(tmp_path)
+    roster = tmp_path / "canvas_export.csv"  # LastName/FirstName, ";" and a BOM, as Excel saves
+    roster.write_bytes(
+        (
+            "\ufeffLastName;FirstName;ID;SIS User ID;SIS Login ID;Section;HW1 (48213)\n"
+            "    Points Possible;;;;;;14\n"
+            "Perez;Ana;1001;S1001;aperez;MHA 101;\n"
+            "Lee;Joon;1007;S1007;jlee;MHA 101;9,5\n"
+        ).encode("utf-8")
+    )
+    up = tmp_path / "import.csv"
+    rc = run("export", out, "--to", "canvas", "--roster", roster, "--out", up,
+             "--assignment", A03, "--column", f"{A03}=HW1 (48213)")  # fmt: skip
+    text = capsys.readouterr().out
+    assert rc == 1, text
+    with open(up, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["LastName", "FirstName", "ID", "SIS User ID", "SIS Login ID", "Section",
+                       "HW1 (48213)"]  # fmt: skip
+    body = {r[2]: r for r in rows[1:]}
+    assert body["1001"][:2] == ["Perez", "Ana"] and float(body["1001"][6]) == FULL
+    assert body["1007"][6] == "9,5" and "conflict: Lee, Joon (1007)" in text
+    assert "(1006) is not in canvas_export.csv" in text  # not in the roster: listed

@@ -111,10 +111,11 @@ def read_roster(path) -> Roster:
         raise RosterError(f"{path}: empty")
     header = [h.strip() for h in rows[0]]
     body = rows[1:]
-    if header[:2] == ["Student", "ID"] and "Section" in header:
+    if (header[:2] == ["Student", "ID"] or _split_names(header)) and "Section" in header:
         return _canvas_roster(Path(path), header, body)
-    if all(h in header for h in MOODLE_REQUIRED):
-        return _moodle_roster(Path(path), header, body)
+    columns = moodle_columns(header, body)
+    if columns is not None:
+        return _moodle_roster(Path(path), header, body, columns)
     raise RosterError(
         f"{path}: not a Canvas gradebook export (Student, ID, SIS User ID, SIS Login ID, "
         "Section, ...) nor a Moodle grading worksheet (Identifier, Full name, ..., Grade, ...); "
@@ -126,11 +127,28 @@ def _cell(row, i) -> str:
     return row[i].strip() if 0 <= i < len(row) else ""
 
 
+SPLIT_NAMES = (["LastName", "FirstName"], ["Last Name", "First Name"])
+
+
+def _split_names(header: list) -> list | None:
+    """Canvas's export with student names split (``LastName, FirstName, ID, ...``)."""
+    return next((n for n in SPLIT_NAMES if header[:3] == n + ["ID"]), None)
+
+
+def _canvas_name(row, col: dict) -> str:
+    if "Student" in col:
+        return _cell(row, col["Student"])
+    last, first = (_cell(row, col[h]) for h in _split_names(list(col)))
+    if last.startswith("Points Possible") or first.startswith("Points Possible"):
+        return "Points Possible"
+    return f"{last}, {first}" if last and first else last or first
+
+
 def _canvas_roster(path, header, body) -> Roster:
     col = {h: i for i, h in enumerate(header)}
     roster = Roster("canvas", path, header, [], [])
     for row in body:
-        name, ident = _cell(row, col["Student"]), _cell(row, col["ID"])
+        name, ident = _canvas_name(row, col), _cell(row, col["ID"])
         if name == "Points Possible" or (not ident and name.startswith("Points Possible")):
             roster.points_row = row
             continue
@@ -150,9 +168,65 @@ def _canvas_roster(path, header, body) -> Roster:
     return roster
 
 
-def _moodle_roster(path, header, body) -> Roster:
-    col = {h: i for i, h in enumerate(header)}
-    roster = Roster("moodle", path, header, [], [])
+# Moodle's worksheet columns in a few site languages (the structure decides for the others).
+MOODLE_NAMES = {
+    "Feedback comments": ("Feedback comments", "Feedback als Kommentar", "Commentaires de "
+                          "feedback", "Comentarios de retroalimentación"),
+    "Email address": ("Email address", "E-Mail-Adresse", "Adresse de courriel", "Dirección de "
+                      "correo"),
+}  # fmt: skip
+LATE_WORDS = r"\b(late|verspätet|en retard|retraso|tarde|ritardo|te laat)\b"
+
+
+def _numeric(values: list) -> bool:
+    return bool(values) and all(_number(v) is not None for v in values)
+
+
+def moodle_columns(header: list, body: list) -> dict | None:
+    """The worksheet's columns by their English names (``Identifier, Full name, Email
+    address, Status, Grade, Maximum Grade, Last modified (grade), Feedback comments``), from
+    the English header or, in any site language, from the worksheet's structure: the first
+    column is a word and a participant number on every row, the maximum grade the first
+    column whose cells are all the same number, the grade and the status just before it, the
+    feedback comments last. None when it is not a worksheet."""
+    if all(h in header for h in MOODLE_REQUIRED):
+        return {h: h for h in header} | {"Identifier": "Identifier", "Grade": "Grade"}
+    rows = [r for r in body if any(c.strip() for c in r)]
+    if len(header) < 6 or not rows:
+        return None
+    if not all(re.fullmatch(r"\D+?\s*\d+", _cell(r, 0)) for r in rows):
+        return None
+    maxcol = next(
+        (
+            i
+            for i in range(3, len(header))
+            if _numeric([_cell(r, i) for r in rows]) and len({_cell(r, i) for r in rows}) == 1
+        ),
+        None,
+    )
+    if maxcol is None or not all(_cell(r, maxcol - 1) == "" or _number(_cell(r, maxcol - 1))
+                                 is not None for r in rows):  # fmt: skip
+        return None
+    out = {"Identifier": header[0], "Full name": header[1], "Status": header[maxcol - 2],
+           "Grade": header[maxcol - 1], "Maximum Grade": header[maxcol]}  # fmt: skip
+    for english, names in MOODLE_NAMES.items():
+        found = [h for h in header if h in names]
+        if found:
+            out[english] = found[0]
+    emails = [h for i, h in enumerate(header[2 : maxcol - 2], start=2)
+              if all("@" in _cell(r, i) for r in rows)]  # fmt: skip
+    if emails and "Email address" not in out:
+        out["Email address"] = emails[0]
+    if "Feedback comments" not in out and len(header) >= maxcol + 5:
+        out["Feedback comments"] = header[-1]
+    if "Feedback comments" in out:
+        out["Last modified (grade)"] = header[header.index(out["Feedback comments"]) - 1]
+    return out
+
+
+def _moodle_roster(path, header, body, columns: dict) -> Roster:
+    col = {english: header.index(h) for english, h in columns.items() if h in header}
+    roster = Roster("moodle", path, header, [], [], columns=columns)
     for row in body:
         m = re.search(r"(\d+)\s*$", _cell(row, col["Identifier"]))
         if not m:
@@ -164,7 +238,7 @@ def _moodle_roster(path, header, body) -> Roster:
             email = _cell(row, col["Email address"])
             keys |= {_norm(email), _norm(email.split("@")[0])}
         status = _cell(row, col["Status"]).lower() if "Status" in col else ""
-        late = bool(re.search(r"\blate\b", status)) if "Status" in col else None
+        late = bool(re.search(LATE_WORDS, status)) if "Status" in col else None
         student = Student(m.group(1), normalise_name(name), keys, late, len(roster.rows) - 1)
         roster.students.append(student)
         roster.by_id[m.group(1)] = student
@@ -310,7 +384,7 @@ def export_canvas(
     problems: list = []
     conflicts: list = []
     col = {h: i for i, h in enumerate(roster.header)}
-    ident = [h for h in CANVAS_IDENTITY if h in col]
+    ident = (_split_names(roster.header) or []) + [h for h in CANVAS_IDENTITY if h in col]
     headers = _canvas_headers(roster, assignments, columns or {}, problems)
     factors = _canvas_scales(records, roster, assignments, headers, scale, problems)
     by_key = {(r["student_id"], r["assignment"]): r for r in records}
