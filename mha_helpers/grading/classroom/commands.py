@@ -23,7 +23,7 @@ from . import feedback
 from . import gradebook as gb
 from . import gradebook_store as store
 from .assignments import load_templates
-from .collect import Submission, collect
+from .collect import NEEDS_A_LOOK, Submission, collect
 from .grade import Options, grade_submissions
 from .gradebook_view import standing_manual, view_records
 from .lms import Roster, RosterError, read_roster
@@ -197,6 +197,8 @@ def _setup(args) -> _Setup | str:
     missing = [str(p) for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
     if missing:
         return f"no such file or folder: {', '.join(missing)} (nothing was written)"
+    if getattr(args, "student", None) and (len(paths) != 1 or Path(paths[0]).is_dir()):
+        return "--student ID goes with one notebook or zip given by its path (nothing was written)"
     if args.manual and not Path(args.manual).is_file():
         return f"--manual {args.manual}: no such file (nothing was written)"
     late_factor = getattr(args, "late_factor", None)
@@ -226,6 +228,8 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
         return [], [], set()
     collection = collect(setup.paths)
     subs = collection.submissions
+    if getattr(args, "student", None):
+        _given_student(subs, args.student)
     if setup.roster is not None:
         apply_roster(subs, setup.roster)
     picks = {
@@ -252,6 +256,14 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
             )
         ]
     return rows, collection.layouts, expected
+
+
+def _given_student(subs: list, student_id: str) -> None:
+    """``--student ID``: the file graded by its path is this student's."""
+    for sub in subs:
+        sub.student_id = sub.student = normalise_name(student_id)
+        sub.identity = "--student on the command line"
+        sub.notes = [n for n in sub.notes if not str(n).startswith(NEEDS_A_LOOK)]
 
 
 def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_ids) -> tuple:
@@ -346,7 +358,8 @@ def _print_rows_to_look_at(rows: list) -> list:
     bad = [
         r
         for r in rows
-        if r["status"] != "ok" or any(str(n).startswith(NOT_IN_ROSTER) for n in r["notes"])
+        if r["status"] != "ok"
+        or any(str(n).startswith((NOT_IN_ROSTER, NEEDS_A_LOOK)) for n in r["notes"])
     ]
     if bad:
         print(f"{len(bad)} row(s) need a look:")
@@ -355,9 +368,14 @@ def _print_rows_to_look_at(rows: list) -> list:
                 f"  {r['student']}"
                 + (f" [{r['student_id']}]" if r["student_id"] != r["student"] else "")
                 + f" ({r['assignment'] or '?'}): {r['status']}"
-                + (f" - {r['notes'][0]}" if r["notes"] else "")
+                + (f" - {_first_note(r['notes'])}" if r["notes"] else "")
             )
     return bad
+
+
+def _first_note(notes: list) -> str:
+    """The note to show on the console: the first that asks for a look, else the first."""
+    return next((n for n in notes if str(n).startswith(NEEDS_A_LOOK)), notes[0])
 
 
 def _end_sandboxes_on_signals() -> dict:
@@ -418,8 +436,11 @@ def apply_roster(subs: list, roster) -> None:
             continue
         if sub.student_id != hit.id:
             sub.notes.append(f"matched to roster student {hit.id} by {sub.student_id!r}")
+            sub.identity = f"the roster, matched by {sub.student_id!r}"
         sub.student_id, sub.student = hit.id, hit.name
         if hit.late is not None and sub.path is not None:
+            if hit.late and not sub.late:
+                sub.late_source = "the Moodle worksheet's status"
             sub.late = sub.late or hit.late
 
 
