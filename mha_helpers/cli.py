@@ -249,6 +249,13 @@ def _add_grade(sub) -> None:
         "remembered in the gradebook",
     )
     p.add_argument(
+        "--due",
+        action="append",
+        metavar="ASSIGNMENT=DATE",
+        help="an assignment's due date (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC; remembered): a "
+        "notebook of it handed in with another assignment is late by its own date",
+    )
+    p.add_argument(
         "--student",
         metavar="ID",
         help="whose the one notebook or zip given by its path is (the LMS id)",

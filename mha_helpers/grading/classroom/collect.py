@@ -412,7 +412,11 @@ def _from_moodle(root: Path, subs: list, where):
                 _refused_link(p, student, where, student_id)
                 if p.is_symlink()
                 else _sub(
-                    p, student, where, student_id, rank=_rank(p),
+                    p,
+                    student,
+                    where,
+                    student_id,
+                    rank=_rank(p),
                     identity="Moodle's folder name (participant id)",
                 )  # fmt: skip
             )

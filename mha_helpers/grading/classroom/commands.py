@@ -9,12 +9,13 @@ is written).
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..course import Course, find_course
@@ -59,6 +60,7 @@ class _Setup:
     old_records: list
     isolate: bool
     late_factor: float | None  # as given (None: the gradebook's, if it has one)
+    due: dict = field(default_factory=dict)  # assignment -> due time (ISO, UTC)
 
 
 def _grade_command(args) -> int:
@@ -108,6 +110,9 @@ def _open_db(args, setup: _Setup, manual_ids: dict, origin: str):
     for line in ([imported] if imported else []) + lines:
         print(line)
     setup.old_records = [st["record"] for st in db.row_states()]
+    with db.transaction():  # due dates are remembered
+        setup.due = db.get_meta("due", {}) | setup.due
+        db.set_meta("due", setup.due)
     return db
 
 
@@ -218,7 +223,11 @@ def _setup(args) -> _Setup | str:
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             return f"--out {out}: {exc}; choose another file (nothing was written)"
     isolate = not getattr(args, "unsafe_no_sandbox", False)
-    return _Setup(course, paths, roster, out, old_columns, old_records, isolate, late_factor)
+    try:
+        due = parse_due(getattr(args, "due", None))
+    except ValueError as exc:
+        return f"{exc} (nothing was written)"
+    return _Setup(course, paths, roster, out, old_columns, old_records, isolate, late_factor, due)
 
 
 def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]:
@@ -243,7 +252,7 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
         rows = grade_submissions(subs, templates, args.jobs, opts, seed, progress=True, picks=picks)
     finally:
         collection.close()
-    extra, expected = expected_missing(rows, subs, templates)
+    extra, expected = expected_missing(rows, subs, templates, setup.due)
     rows = [r for r in rows if r["status"] != "superseded"] + extra
     if setup.roster is not None:  # the roster gives every student's missing rows by assignment
         rows = [
@@ -256,6 +265,25 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
             )
         ]
     return rows, collection.layouts, expected
+
+
+def _say_what_is_replaced(new_records: list, old_records: list) -> None:
+    """A flagged file that replaces a row graded earlier from another file says what that row
+    had (a file of another assignment in an upload never replaces a row silently)."""
+    old = {gb.record_key(r): r for r in old_records}
+    for rec in new_records:
+        before = old.get(gb.record_key(rec))
+        if (
+            before is not None
+            and NEEDS_A_LOOK in rec.get("notes", "")
+            and before.get("file") != rec.get("file")
+            and before.get("status") != "missing"
+        ):
+            rec["notes"] += (
+                f"; {NEEDS_A_LOOK}replaces the earlier {rec['assignment']} row "
+                f"({before.get('total')} of {before.get('max')}, {before.get('file')}, "
+                f"status {before.get('status')})"
+            )
 
 
 def _given_student(subs: list, student_id: str) -> None:
@@ -282,6 +310,7 @@ def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_
         )
     factor = 1.0 if late_factor is None else late_factor
     new_records = [_record(gb, r, factor) for r in rows]
+    _say_what_is_replaced(new_records, setup.old_records)
     records, counts = gb.merge_rows(  # written-answer points are decisions, not carried
         new_records, setup.old_records, {}, keep_names=setup.roster is None
     )
@@ -466,7 +495,41 @@ def _missing_row(student_id, student, assignment, t, note) -> dict:
 UNREADABLE = ("refused", "not-json", "not-a-notebook", "empty", "too-large", "old-format")
 
 
-def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set]:
+def _wrong_assignment(r: dict, expected: str, due: dict) -> None:
+    """A file handed in for ``expected`` that is another assignment: graded as what it is,
+    listed as needing a look, and late by its own assignment's due date when it is known."""
+    own = r["assignment"]
+    r["notes"].append(
+        f"{NEEDS_A_LOOK}handed in with the {expected} submissions, but it is {own}: graded as {own}"
+    )
+    when = (r.get("submitted") or {}).get("mtime")
+    if own in due and when:
+        r["late"] = when > due[own]
+        r["late_source"] = f"the file's time {when} against {own}'s due date {due[own]}"
+        r["notes"].append(f"{'late' if r['late'] else 'on time'} by {own}'s due date {due[own]}")
+    elif r.get("late"):
+        r["notes"].append(
+            f"marked late for {expected}; {own}'s due date is not known (give --due {own}=DATE)"
+        )
+
+
+def parse_due(values) -> dict:
+    """``--due ASSIGNMENT=YYYY-MM-DD[THH:MM]`` (UTC; a date alone means its end) as
+    {assignment: ISO time}; raise ValueError for a value that is not one."""
+    out = {}
+    for given in values or []:
+        a, sep, when = str(given).partition("=")
+        m = re.fullmatch(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::(\d{2}))?)?Z?", when.strip())
+        if not sep or not a.strip() or not m:
+            raise ValueError(
+                f"--due {given!r}: give ASSIGNMENT=YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
+            )
+        clock = f"{m.group(2)}:{m.group(3) or '00'}" if m.group(2) else "23:59:59"
+        out[a.strip()] = f"{m.group(1)}T{clock}Z"
+    return out
+
+
+def expected_missing(rows: list, subs: list, templates: dict, due=None) -> tuple[list, set]:
     """The assignment a download is for is the one most of its notebooks are (a clear
     majority). A student folder without a notebook, or a file that could not be read, fills
     that assignment's row (``missing``, or the file's status); a file uploaded to the wrong
@@ -510,10 +573,7 @@ def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set
                 continue
             if row_key(r)[0] in have:
                 continue
-            r["notes"].append(
-                f"handed in with the {expected} submissions, but it is {r['assignment']}: "
-                f"graded as {r['assignment']}"
-            )
+            _wrong_assignment(r, expected, due or {})
             extra.append(
                 _missing_row(
                     r["student_id"],
