@@ -563,3 +563,38 @@ def test_a_pdf_submission_is_named_in_the_row_and_the_feedback(tmp_path):
     row = rows_of(out)["1001"]
     assert row["status"] == "not-a-notebook" and "report.pdf" in row["notes"]
     assert "report.pdf, which is not a notebook" in (fb / A03 / "perezana_1001.md").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# Answer cells whose metadata was lost
+
+
+def _lose_metadata(gid):
+    def edit(nb):
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == gid:
+                cell.metadata.pop("nbgrader")
+
+    return edit
+
+
+def _delete_cell(gid):
+    def edit(nb):
+        nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != gid]
+
+    return edit
+
+
+def test_an_answer_cell_retyped_without_metadata_is_recognised_or_flagged(tmp_path, capsys):
+    subs = tmp_path / "subs"
+    write_nb(subs, "alice", make_notebook(edit=_lose_metadata("q03_concat_project")))
+    write_nb(subs, "bob", make_notebook(edit=_delete_cell("q03_concat_project")))
+    out = tmp_path / "gb.csv"
+    assert grade(subs, "--out", out) == 1
+    text = capsys.readouterr().out
+    rows = rows_of(out)
+    assert float(rows["alice"]["q03_concat_project"]) == 4
+    assert "recognised by its content (it defines concat_project)" in rows["alice"]["notes"]
+    assert rows["bob"]["q03_concat_project"] == "0"
+    assert "needs a look: answer cell q03_concat_project not found" in rows["bob"]["notes"]
+    assert "bob" in text.split("need a look:")[1]

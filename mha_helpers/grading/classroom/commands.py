@@ -141,8 +141,8 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
         for p in problems:
             print(f"  not merged: {p}")
     bad = _print_rows_to_look_at(rows)
-    print_pending(db, setup.out)
-    return 1 if bad or problems or unwritten else 0
+    changed_answers = print_pending(db, setup.out)
+    return 1 if bad or problems or unwritten or changed_answers else 0
 
 
 def _manual_decisions(db, path, manual_ids: dict, origin: str) -> tuple[int, list, set]:
@@ -171,11 +171,12 @@ def _manual_decisions(db, path, manual_ids: dict, origin: str) -> tuple[int, lis
     return len(found), problems, changed
 
 
-def print_pending(db, out) -> None:
-    """Say how many written answers wait for the instructor (and list the changed ones)."""
+def print_pending(db, out) -> int:
+    """Say how many written answers wait for the instructor (and list the changed ones);
+    return how many changed since they were scored."""
     waiting = db.pending()
     if not waiting:
-        return
+        return 0
     changed = [w for w in waiting if w.status == "changed"]
     print(
         f"{len(waiting)} written answer(s) pending ({len(changed)} changed since they were "
@@ -186,6 +187,7 @@ def print_pending(db, out) -> None:
             f"  changed: {w.student} [{w.student_id}] {w.assignment} {w.grade_id}: "
             f"{w.earlier.points:g} points were for an earlier text; pending again"
         )
+    return len(changed)
 
 
 def _setup(args) -> _Setup | str:
@@ -197,7 +199,7 @@ def _setup(args) -> _Setup | str:
     except Exception as exc:
         return str(exc)
     paths = list(args.paths or [])
-    if not paths and not args.manual:
+    if not paths and not args.manual and not getattr(args, "import_edits", False):
         return "give the submissions to grade (folders, notebooks or zips)"
     missing = [str(p) for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
     if missing:
