@@ -61,6 +61,7 @@ class _Setup:
     isolate: bool
     late_factor: float | None  # as given (None: the gradebook's, if it has one)
     due: dict = field(default_factory=dict)  # assignment -> due time (ISO, UTC)
+    picks: dict = field(default_factory=dict)  # (key, assignment) -> the file picked to count
 
 
 def _grade_command(args) -> int:
@@ -110,6 +111,10 @@ def _open_db(args, setup: _Setup, manual_ids: dict, origin: str):
     for line in ([imported] if imported else []) + lines:
         print(line)
     setup.old_records = [st["record"] for st in db.row_states()]
+    for (key, assignment), mine in db.decisions_by_row().items():
+        picked = [d for d in mine if d.kind == "pick"]
+        if picked:
+            setup.picks[(key, assignment)] = picked[-1].comment
     with db.transaction():  # due dates are remembered
         setup.due = db.get_meta("due", {}) | setup.due
         db.set_meta("due", setup.due)
@@ -123,6 +128,7 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
     rows, layouts, expected = _graded_rows(setup, templates, args)
     records, counts = _merged_records(setup, rows, templates, expected, manual_ids)
     db.store(rows, records, manual_ids, origin)
+    _record_picks(db, rows, setup.picks, origin)
     problems: list = []
     merged = 0
     changed: set = set()
@@ -143,6 +149,19 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
     bad = _print_rows_to_look_at(rows)
     changed_answers = print_pending(db, setup.out)
     return 1 if bad or problems or unwritten or changed_answers else 0
+
+
+def _record_picks(db, rows: list, picks: dict, origin: str) -> None:
+    """A file given by itself counts: record that choice (once) as a ``pick`` decision."""
+    with db.transaction():
+        for r in rows:
+            picked = any(str(n).startswith("picked by the instructor") for n in r["notes"])
+            if picked and picks.get(row_key(r)) != r.get("shown"):
+                db.add_decision(
+                    "pick", r["student_id"], r["assignment"] or "",
+                    answer_sha256=(r.get("submitted") or {}).get("sha256", ""),
+                    comment=r.get("shown", ""), origin=origin,
+                )  # fmt: skip
 
 
 def _manual_decisions(db, path, manual_ids: dict, origin: str) -> tuple[int, list, set]:
@@ -247,7 +266,7 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
         (normalise_name(r["student_id"]).casefold(), r["assignment"]): r.get("file", "")
         for r in setup.old_records
         if "picked by the instructor" in r.get("notes", "")
-    }
+    } | setup.picks
     try:
         opts = Options(timeout=args.timeout, isolate=setup.isolate)
         seed = getattr(args, "seed", None)
