@@ -620,3 +620,21 @@ def test_late_set_to_no_by_hand_is_an_extension_and_a_notebook_by_path_needs_its
     assert "named after its folder 'inbox'" in rows["inbox"]["notes"] and "inbox" in said
     grade(dl, "--out", out)  # the regrade keeps the extension
     assert rows_of(out)["1001"]["late"] == "no"
+
+
+def test_every_copy_is_kept_in_the_database_and_only_one_counts(tmp_path):
+    dl = tmp_path / "canvas"
+    _put(dl, "okaforben_1006_9007_03.ipynb", make_notebook({}))
+    _put(dl, "okaforben_1006_9008_03-1.ipynb", make_notebook())
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out)
+    with Gradebook.open(out) as db:
+        copies = db.conn.execute(
+            "SELECT file, counted FROM submissions WHERE student_id = '1006' ORDER BY file"
+        ).fetchall()
+        counted = {r.submission_id for r in db.results(A03)}
+    assert [tuple(c) for c in copies] == [
+        ("canvas/okaforben_1006_9007_03.ipynb", 0),
+        ("canvas/okaforben_1006_9008_03-1.ipynb", 1),
+    ]
+    assert len(counted) == 1
