@@ -128,7 +128,8 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
     t0 = time.perf_counter()
     rows, layouts, expected = _graded_rows(setup, templates, args)
     records, counts = _merged_records(setup, rows, templates, expected, manual_ids)
-    db.store(rows, records, manual_ids, origin, copies=setup.copies)
+    kinds = {a: {q.grade_id: q.kind for q in t.questions} for a, t in templates.items()}
+    db.store(rows, records, manual_ids, origin, copies=setup.copies, kinds=kinds)
     _record_picks(db, rows, setup.picks, origin)
     problems: list = []
     merged = 0

@@ -496,7 +496,7 @@ class Gradebook:
     # --- storing what grading found -----------------------------------------------------
 
     def store(
-        self, rows: list, records: list, manual_ids: dict, origin: str = "", copies=()
+        self, rows: list, records: list, manual_ids: dict, origin: str = "", copies=(), kinds=None
     ) -> None:
         """Store a grading run in one transaction: a submission (with its results and
         written answers) for every row graded now, and every record (the automatic state of
@@ -505,8 +505,10 @@ class Gradebook:
         ``rows`` are :mod:`.row` rows (with ``written`` {grade_id: text} and ``submitted``
         {size, sha256, mtime} when grading read them); ``records`` their flat gradebook
         records, keyed like the rows; ``manual_ids`` {assignment: {grade_id: max points}};
-        ``copies`` the rows of copies that do not count (stored as submissions, counted 0)."""
+        ``copies`` the rows of copies that do not count (stored as submissions, counted 0);
+        ``kinds`` {assignment: {grade_id: kind}} the questions' kinds, for :meth:`results`."""
         stamp = now()
+        self._kinds = kinds or {}
         by_key = {}
         for row in rows:
             by_key[
@@ -568,14 +570,18 @@ class Gradebook:
              row.get("lms_submission_id", ""), sub.get("mtime"), 1 if row.get("late") else 0,
              row.get("late_source", ""), row.get("status"), notes, stamp, origin, counted),
         ).lastrowid  # fmt: skip
-        self._store_results(sub_id, row, row.get("written") or {}, manual_ids.get(key[1], {}))
+        kinds = getattr(self, "_kinds", {}).get(key[1], {})
+        self._store_results(
+            sub_id, row, row.get("written") or {}, manual_ids.get(key[1], {}), kinds
+        )
         return sub_id
 
-    def _store_results(self, sub_id: int, row: dict, texts: dict, manual: dict) -> None:
+    def _store_results(self, sub_id: int, row, texts: dict, manual: dict, kinds: dict) -> None:
         for gid, d in (row.get("questions") or {}).items():
+            kind = "manual" if gid in manual else kinds.get(gid, d.get("kind", ""))
             self.conn.execute(
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (sub_id, gid, "manual" if gid in manual else d.get("kind", ""), d.get("status"),
+                (sub_id, gid, kind, d.get("status"),
                  d.get("points"), d.get("max_points"), d.get("mistake"),
                  str(d.get("message") or "")),
             )  # fmt: skip
