@@ -59,7 +59,12 @@ def scores(tmp_path, text, name="scores.csv") -> Path:
 def test_the_database_is_versioned_and_holds_submissions_results_and_answers(tmp_path):
     subs = tmp_path / "subs"
     write_nb(subs, "alice", make_notebook())
-    write_nb(subs, "bob", make_notebook(with_answer("q03_d_head", "d_head = 3"), written=None))
+    no_projection = (
+        "def concat_project(head_outputs, w_o):\n"
+        "    return np.concatenate([np.asarray(x) for x in head_outputs], axis=-1)\n"
+    )
+    answers = with_answer("q03_d_head", "d_head = 3") | {"q03_concat_project": no_projection}
+    write_nb(subs, "bob", make_notebook(answers, written=None))
     out = tmp_path / "gb.csv"
     assert grade(subs, "--out", out) == 0
     path = db_path(out)

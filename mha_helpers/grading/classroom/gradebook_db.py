@@ -81,7 +81,7 @@ CREATE TABLE IF NOT EXISTS submissions (
 CREATE INDEX IF NOT EXISTS submissions_key ON submissions (student_key, assignment);
 CREATE TABLE IF NOT EXISTS results (
     submission_id INTEGER NOT NULL, grade_id TEXT NOT NULL, kind TEXT, status TEXT,
-    points REAL, max_points REAL, mistake TEXT, message TEXT,
+    points REAL, max_points REAL, mistake TEXT, message TEXT, cause TEXT,
     PRIMARY KEY (submission_id, grade_id)
 );
 CREATE TABLE IF NOT EXISTS answers (
@@ -191,6 +191,7 @@ class Result:
     message: str
     submission_id: int
     counted: bool
+    cause: str | None = None  # the judge's diagnosis (what separates right from wrong), if any
 
 
 def _state(r) -> dict:
@@ -399,6 +400,7 @@ class Gradebook:
                 r["message"] or "",
                 r["submission_id"],
                 bool(r["counted"]),
+                r["cause"],
             )
 
     def view(self, assignment=None) -> list[dict]:
@@ -579,11 +581,13 @@ class Gradebook:
     def _store_results(self, sub_id: int, row, texts: dict, manual: dict, kinds: dict) -> None:
         for gid, d in (row.get("questions") or {}).items():
             kind = "manual" if gid in manual else kinds.get(gid, d.get("kind", ""))
+            cause = d.get("diagnosis")
+            cause = "; ".join(map(str, cause)) if isinstance(cause, list) else cause
             self.conn.execute(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (sub_id, gid, kind, d.get("status"),
                  d.get("points"), d.get("max_points"), d.get("mistake"),
-                 str(d.get("message") or "")),
+                 str(d.get("message") or ""), cause or None),
             )  # fmt: skip
         for gid, maximum in manual.items():
             text = texts.get(gid) or ""
