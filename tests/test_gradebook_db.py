@@ -484,6 +484,7 @@ def test_a_students_zip_never_fills_a_classmates_row(tmp_path, capsys):
 
     with zipfile.ZipFile(own, "w") as zf:
         zf.writestr("okaforben_1006_9999_03.ipynb", nbformat.writes(make_notebook({})))
+        zf.writestr("notes.txt", "a file of the student's own")
     capsys.readouterr()
     assert grade(own, "--out", out) == 1
     text = capsys.readouterr().out
