@@ -267,6 +267,17 @@ def test_two_graders_databases_merge_without_losing_a_decision(tmp_path, capsys)
     assert "0 decision(s) added" in capsys.readouterr().out
     with Gradebook.open(main_gb) as db:
         assert any("ta1" in d.origin for d in db.decisions(kind="manual"))
+    # two graders score one answer differently: listed, the later stands, nothing is lost
+    other = scores(tmp_path, "student_id,grade_id,points\nbob,q03_explain,1\n", "mine.csv")
+    grade("--out", main_gb, "--manual", other, "--grader", "lead")
+    grade("--out", ta, "--manual", scores(tmp_path, "student_id,grade_id,points\nbob,q03_explain,0.5\n", "ta2.csv"), "--grader", "ta1")  # fmt: skip
+    capsys.readouterr()
+    assert run("merge", main_gb, ta) == 1
+    said = capsys.readouterr().out
+    assert "conflict: bob" in said and "the latest stands" in said
+    assert rows_of(main_gb)["bob"]["q03_explain"] == "0.5"
+    with Gradebook.open(main_gb) as db:
+        assert sorted(d.points for d in db.decisions(kind="manual")) == [0.5, 1.0, 2.0]
 
 
 # ---------------------------------------------------------------------------------------------

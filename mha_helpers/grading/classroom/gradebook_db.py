@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -706,13 +707,17 @@ class Gradebook:
         )  # fmt: skip
 
     def _conflicts(self) -> list[str]:
-        """Written answers given different points for the same text by different origins."""
+        """Written answers given different points for the same text by different graders
+        (the ``(by NAME)`` of their origins)."""
         out = []
         seen: dict = {}
         for d in self.decisions(kind="manual"):
             seen.setdefault((d.student_id, d.assignment, d.grade_id, d.answer_sha256), []).append(d)
         for (sid, a, gid, _), ds in sorted(seen.items()):
-            if len({d.points for d in ds}) > 1 and len({d.origin for d in ds}) > 1:
+            graders = {
+                (re.search(r"\(by ([^)]*)\)", d.origin) or [d.origin, d.origin])[1] for d in ds
+            }
+            if len({d.points for d in ds}) > 1 and len(graders) > 1:
                 given = ", ".join(f"{d.points:g} ({d.origin}, {d.created_at})" for d in ds)
                 out.append(f"{sid} {a} {gid}: {given}; the latest stands")
         return out
