@@ -411,15 +411,24 @@ def _from_moodle(root: Path, subs: list, where):
             subs.append(
                 _refused_link(p, student, where, student_id)
                 if p.is_symlink()
-                else _sub(
-                    p,
-                    student,
-                    where,
-                    student_id,
-                    rank=_rank(p),
-                    identity="Moodle's folder name (participant id)",
-                )  # fmt: skip
+                else _moodle_sub(p, student, where, student_id)
             )
+
+
+def _moodle_sub(p: Path, student: str, where, student_id: str) -> Submission:
+    """A notebook in a Moodle download's student folder (a folder not named as Moodle names
+    them is flagged: a download that mixes layouts is flagged, never flipped)."""
+    sub = _sub(p, student, where, student_id, rank=_rank(p))
+    if student_id.isdigit():
+        sub.identity = "Moodle's folder name (participant id)"
+    else:
+        sub.identity = "the folder's name (not Moodle's pattern)"
+        sub.notes.append(
+            f"{NEEDS_A_LOOK}the folder name does not follow Moodle's "
+            "Full Name_id_assignsubmission_file_ pattern (is the download mixed?); named after "
+            "the folder: check whose it is"
+        )
+    return sub
 
 
 LAYOUTS = {
