@@ -5,13 +5,16 @@
   (``student_id``, assignment): ``student_id`` is the LMS identity, ``student`` the display
   name. ``max`` counts every point of the assignment, written answers included; ``pending`` the
   points of written answers not yet scored; ``score`` is ``total`` times ``late_factor`` (1 for
-  work on time), what an export uploads. When the file exists, rows for the keys graded now
-  replace the old ones and every other row is kept (written-answer points already entered are
-  carried over); it is written atomically. A gradebook of the older layout (no
-  ``student_id``) is read with ``student_id`` = ``student``.
-* ``--manual SCORES.csv`` (``student_id`` or ``student``, ``grade_id``, ``points``; separated
-  by ``,`` ``;`` or tab) merges the instructor's points for written answers; unknown students
-  or questions, ambiguous names and points out of range are reported, not merged.
+  work on time), what an export uploads. ``mha-course`` writes it as the view of the gradebook
+  database (:mod:`.gradebook_db`, with the decisions applied by :mod:`.gradebook_view`, hand
+  edits caught by :mod:`.gradebook_store`); :func:`merge_rows` merges the automatic records
+  (rows graded now replace theirs, every other row is kept). It is written atomically. A
+  gradebook of the older layout (no ``student_id``), or re-saved by a spreadsheet (``;``, a
+  byte-order mark, decimal commas), is read too.
+* ``--manual SCORES.csv`` (``student_id`` or ``student``, ``grade_id``, ``points``, optional
+  ``comment``; separated by ``,`` ``;`` or tab) is read by :func:`manual_targets`: unknown
+  students or questions, ambiguous names and points out of range are reported, not merged (the
+  command records the rest as decisions).
 * Every cell a spreadsheet could read as a formula is neutralised, whatever separator the
   spreadsheet splits on: all fields are quoted, and any text (or part of it after a separator)
   that starts with ``= + - @`` or a tab gets a leading apostrophe.
