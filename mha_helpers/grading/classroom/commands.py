@@ -205,8 +205,10 @@ def print_pending(db, out) -> int:
     )
     for w in changed:
         print(
-            f"  changed: {w.student} [{w.student_id}] {w.assignment} {w.grade_id}: "
-            f"{w.earlier.points:g} points were for an earlier text; pending again"
+            clean_text(
+                f"  changed: {w.student} [{w.student_id}] {w.assignment} {w.grade_id}: "
+                f"{w.earlier.points:g} points were for an earlier text; pending again"
+            )
         )
     return len(changed)
 

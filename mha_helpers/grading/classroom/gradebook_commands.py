@@ -19,6 +19,7 @@ from ..course import find_course
 from . import gradebook_store as store
 from .assignments import load_templates
 from .gradebook_db import Gradebook, db_path
+from .untrusted import clean_text, safe_console
 
 __all__ = ["decision_command", "pending_command", "merge_command"]
 
@@ -59,6 +60,7 @@ def _open(args, command: str):
 
 
 def _run(command: str, args, body) -> int:
+    safe_console()  # a name the terminal cannot show is escaped, never an error
     try:
         db, templates, manual_ids, origin = _open(args, command)
     except _Usage as exc:
@@ -120,7 +122,7 @@ def decision_command(args) -> int:
                     f"{args.assignment} (recorded in {db.path.name}; a new file for it brings "
                     "it back)"
                 )
-        print(f"{said}: {args.reason} ({origin})")
+        print(clean_text(f"{said}: {args.reason} ({origin})"))
         return 0
 
     return _run(command, args, body)
@@ -142,8 +144,10 @@ def pending_command(args) -> int:
                 else "not scored yet"
             )
             print(
-                f"  {w.assignment} {w.grade_id} [{w.max_points:g} points]: {w.student} "
-                f"[{w.student_id}] ({w.file}): {why}"
+                clean_text(
+                    f"  {w.assignment} {w.grade_id} [{w.max_points:g} points]: {w.student} "
+                    f"[{w.student_id}] ({w.file}): {why}"
+                )
             )
         print(
             "score them in a CSV (student_id, grade_id, points, comment) and merge it: "
