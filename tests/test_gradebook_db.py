@@ -617,6 +617,15 @@ def test_an_answer_cell_retyped_without_metadata_is_recognised_or_flagged(tmp_pa
     assert "bob" in text.split("need a look:")[1]
 
 
+def test_a_written_answer_cell_without_metadata_is_flagged_not_a_silent_zero(tmp_path, capsys):
+    subs = tmp_path / "subs"
+    write_nb(subs, "carol", make_notebook(edit=_lose_metadata("q03_explain")))
+    out = tmp_path / "gb.csv"
+    assert grade(subs, "--out", out) == 1
+    row = rows_of(out)["carol"]
+    assert "needs a look: written answer cell q03_explain not found" in row["notes"]
+
+
 def test_late_set_to_no_by_hand_is_an_extension_and_a_notebook_by_path_needs_its_student(
     tmp_path, capsys
 ):

@@ -5,8 +5,8 @@ the program builder runs it as an added cell and runs the released stub in the a
 after it, so the stub's ``raise NotImplementedError`` or ``None`` would score 0 with nothing
 said. :func:`recognise_answers` looks, for every answer cell not found, for an added cell that
 defines the same function or variable as the stub; that cell becomes the answer (a note says
-so). When none does, the row gets a note that puts it on the console's list of rows that need
-a look: never a silent 0.
+so). When none does, and for a written answer cell not found at all, the row gets a note that
+puts it on the console's list of rows that need a look: never a silent 0.
 """
 
 from __future__ import annotations
@@ -48,6 +48,12 @@ def _stubs(template: dict, program) -> dict:
 def recognise_answers(program, template: dict) -> None:
     """Put an added cell in the place of each answer cell not found when it defines what the
     stub defines; note every answer cell still not found as needing a look (in place)."""
+    for c in template["cells"]:
+        if c["kind"] == "written" and c["grade_id"] and c["grade_id"] not in program.written:
+            program.notes.append(
+                f"{NEEDS_A_LOOK}written answer cell {c['grade_id']} not found (its metadata "
+                "lost, or the cell deleted?): it scores 0 and is not pending; check the notebook"
+            )
     missing = _stubs(template, program)
     if not missing:
         return
