@@ -664,3 +664,16 @@ def test_every_copy_is_kept_in_the_database_and_only_one_counts(tmp_path):
         ("canvas/okaforben_1006_9008_03-1.ipynb", 1),
     ]
     assert len(counted) == 1
+
+
+def test_a_database_of_a_newer_schema_is_refused_not_rewritten(tmp_path, capsys):
+    path = tmp_path / "gb.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match="update mha-course"):
+        Gradebook.open(path)
+    assert run("pending", tmp_path / "gb.csv") == 2
+    assert "update mha-course" in capsys.readouterr().err
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
