@@ -402,6 +402,12 @@ def test_the_canvas_export_keeps_what_canvas_holds_and_says_so(tmp_path, capsys)
     with open(up, newline="", encoding="utf-8") as f:
         body = {r[1]: r for r in csv.reader(f)}
     assert body["1006"][5] == f"{FULL:g}"  # the instructor asked: replaced
+    assert run("extend", out, "1007", A03, "--waive", "--reason", "medical") == 0
+    run("export", out, "--to", "canvas", "--roster", roster, "--out", up,
+        "--assignment", A03, "--column", col)  # fmt: skip
+    with open(up, newline="", encoding="utf-8") as f:
+        body = {r[1]: r for r in csv.reader(f)}
+    assert body["1007"][5] == "EX"  # excused here: excused in Canvas
 
 
 MOODLE_DE = (
