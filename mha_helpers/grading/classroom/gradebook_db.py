@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -427,14 +428,18 @@ class Gradebook:
         created_at: str | None = None,
         uid: str | None = None,
     ) -> Decision:
-        """Record a decision (inside the caller's transaction, if any); never replaces one."""
+        """Record a decision; never replaces one. Call it inside ``with gb.transaction():``
+        (it is committed with that transaction)."""
         if kind not in DECISION_KINDS:
             raise DecisionError(f"unknown decision kind {kind!r}")
         created_at = created_at or now()
         key = student_key(student_id)
         fields = [kind, key, assignment, grade_id, answer_sha256, points, comment, created_at]
-        uid = uid or hashlib.sha256(json.dumps(fields + [origin]).encode()).hexdigest()[:32]
-        cur = self.conn.execute(
+        # a decision's own id, kept by merges (so merging twice adds nothing); never derived
+        # from its content alone, so two equal decisions made at once are two decisions
+        nonce = secrets.token_hex(8)
+        uid = uid or hashlib.sha256(json.dumps(fields + [origin, nonce]).encode()).hexdigest()[:32]
+        self.conn.execute(
             "INSERT OR IGNORE INTO decisions (uid, kind, student_key, student_id, assignment, "
             "grade_id, answer_sha256, points, comment, created_at, origin) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -442,7 +447,6 @@ class Gradebook:
              comment, created_at, origin),
         )  # fmt: skip
         r = self.conn.execute("SELECT * FROM decisions WHERE uid = ?", (uid,)).fetchone()
-        del cur
         return _decision(r)
 
     def find_row(self, student_id: str, assignment: str) -> dict | None:
