@@ -210,14 +210,22 @@ G = "mha_helpers.grading"
 # orchestrators above them call each stage in turn). What every stage may use is at the bottom.
 LAYERS = (
     ("the public names", [G]),
-    ("the command line", ["mha_helpers.cli", f"{G}.classroom.commands"]),
+    (
+        "the command line",
+        [
+            "mha_helpers.cli",
+            f"{G}.classroom.commands",
+            f"{G}.classroom.gradebook_commands",
+            f"{G}.classroom.export",
+        ],
+    ),
     ("grading a class, validating a notebook", [f"{G}.classroom.grade", f"{G}.classroom.validate"]),
     ("the course's assignments (templates, cases)", [f"{G}.classroom.assignments"]),
     ("release (exercises and self-check data)", [f"{G}.classroom.release"]),
     ("the question banks", [f"{G}.classroom.banks"]),
     # the stages, in the order a submission meets them
     ("1. collect", [f"{G}.classroom.collect"]),
-    ("2. build the program", [f"{G}.sandbox.program"]),
+    ("2. build the program", [f"{G}.sandbox.program", f"{G}.classroom.recognise"]),
     (
         "3. run in the sandbox",
         [
@@ -235,7 +243,14 @@ LAYERS = (
     ("6. gradebook row", [f"{G}.classroom.row"]),
     (
         "7. outputs",
-        [f"{G}.classroom.feedback", f"{G}.classroom.gradebook", f"{G}.classroom.lms"],
+        [
+            f"{G}.classroom.feedback",
+            f"{G}.classroom.gradebook_store",
+            f"{G}.classroom.gradebook_db",
+            f"{G}.classroom.gradebook_view",
+            f"{G}.classroom.gradebook",
+            f"{G}.classroom.lms",
+        ],
     ),
     # what the stages share
     ("the learner's self-check", [f"{G}.selfcheck.check", f"{G}.selfcheck.render"]),

@@ -510,7 +510,9 @@ def test_a_student_who_handed_in_twice_has_one_counted_copy_and_says_so(batch):
 
 def test_folder_without_notebook_is_reported(batch):
     [row] = [r for r in batch["rows"] if r["student"] == "nothing_here"]
-    assert row["status"] == "missing"
+    # the folder holds only a readme: the row names it (course issue 30), never "no submission"
+    assert row["status"] == "not-a-notebook"
+    assert "readme.txt, which is not a notebook" in "; ".join(row["notes"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -814,7 +816,7 @@ def test_feedback_names_passed_failed_and_written_questions(batch):
     text = (batch["feedback"] / "bare_reshape.md").read_text(encoding="utf-8")
     assert "- q03_d_head: passed [1/1]" in text
     assert "- q03_concat_project: not yet [0/4]" in text
-    assert "q03_explain: written answer, to be graded by your instructor" in text
+    assert "q03_explain: written answer, pending: to be graded by your instructor" in text
     html = (batch["feedback"] / "bare_reshape.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "http" not in html
 

@@ -9,21 +9,25 @@ is written).
 
 from __future__ import annotations
 
+import re
 import signal
+import sqlite3
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..course import Course, find_course
 from ..sandbox import bubblewrap, process
 from . import feedback
 from . import gradebook as gb
+from . import gradebook_store as store
 from .assignments import load_templates
-from .collect import Submission, collect
+from .collect import NEEDS_A_LOOK, Submission, collect
 from .grade import Options, grade_submissions
-from .lms import Roster, RosterError, export_canvas, export_moodle, read_roster
+from .gradebook_view import standing_manual, view_records
+from .lms import Roster, RosterError, read_roster
 from .row import row_key
 from .untrusted import clean_text, normalise_name, safe_console
 
@@ -56,6 +60,9 @@ class _Setup:
     old_records: list
     isolate: bool
     late_factor: float | None  # as given (None: the gradebook's, if it has one)
+    due: dict = field(default_factory=dict)  # assignment -> due time (ISO, UTC)
+    picks: dict = field(default_factory=dict)  # (key, assignment) -> the file picked to count
+    copies: list = field(default_factory=list)  # this run's copies that do not count
 
 
 def _grade_command(args) -> int:
@@ -76,24 +83,136 @@ def _grade_command(args) -> int:
         a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
         for a, t in templates.items()
     }
+    origin = store.origin_of("grade", getattr(args, "grader", None))
+    db = _open_db(args, setup, manual_ids, origin)
+    if isinstance(db, str):
+        print(f"mha-course grade: {db}", file=sys.stderr)
+        return 2
+    try:
+        return _grade_into(args, setup, db, templates, manual_ids, origin)
+    finally:
+        db.close()
+
+
+def _open_db(args, setup: _Setup, manual_ids: dict, origin: str):
+    """The gradebook database beside ``--out`` (a CSV of before the database imported into
+    it), once the CSV is known to hold no hand edits (or they are imported); the existing
+    rows become ``setup.old_records``. Returns what to say instead when it cannot be used."""
+    try:
+        db, imported = store.open_for_csv(setup.out, manual_ids, origin)
+    except (ValueError, OSError, sqlite3.Error) as exc:
+        return f"--out {setup.out}: {exc} (nothing was written)"
+    try:
+        refusal, lines = store.check_edits(
+            db, setup.out, getattr(args, "import_edits", False), manual_ids, origin
+        )
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        refusal, lines = f"--out {setup.out}: {exc}; nothing was written", []
+    if refusal:
+        db.close()
+        return refusal
+    for line in ([imported] if imported else []) + lines:
+        print(line)
+    setup.old_records = [st["record"] for st in db.row_states()]
+    for (key, assignment), mine in db.decisions_by_row().items():
+        picked = [d for d in mine if d.kind == "pick"]
+        if picked:
+            setup.picks[(key, assignment)] = picked[-1].comment
+    with db.transaction():  # due dates are remembered
+        setup.due = db.get_meta("due", {}) | setup.due
+        db.set_meta("due", setup.due)
+    return db
+
+
+def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, origin) -> int:
+    """Grade, store the run in the database, merge ``--manual``, rewrite the CSV view, write
+    the feedback and print what needs a look."""
     t0 = time.perf_counter()
     rows, layouts, expected = _graded_rows(setup, templates, args)
     records, counts = _merged_records(setup, rows, templates, expected, manual_ids)
+    kinds = {a: {q.grade_id: q.kind for q in t.questions} for a, t in templates.items()}
+    db.store(rows, records, manual_ids, origin, copies=setup.copies, kinds=kinds)
+    _record_picks(db, rows, setup.picks, origin)
     problems: list = []
     merged = 0
     changed: set = set()
     if args.manual:
-        merged, problems, changed = gb.apply_manual(records, args.manual, manual_ids)
-    _sync_rows(rows, records, templates)
-    _write_gradebook(records, setup, templates, counts)
-    unwritten = _write_feedback(args, rows, records, changed, manual_ids)
+        merged, problems, changed = _manual_decisions(db, args.manual, manual_ids, origin)
+    view = store.write_view(db, setup.out, templates)
+    print(
+        f"wrote {setup.out}: {counts['added']} rows added, {counts['replaced']} replaced, "
+        f"{counts['kept']} kept"
+    )
+    comments = _sync_rows(rows, db, templates)
+    unwritten = _write_feedback(args, rows, view, changed, manual_ids, comments)
     _print_summary(args, setup, rows, layouts, templates, time.perf_counter() - t0)
     if args.manual:
         print(f"manual scores: {merged} merged from {args.manual}")
         for p in problems:
             print(f"  not merged: {p}")
     bad = _print_rows_to_look_at(rows)
-    return 1 if bad or problems or unwritten else 0
+    changed_answers = print_pending(db, setup.out)
+    return 1 if bad or problems or unwritten or changed_answers else 0
+
+
+def _record_picks(db, rows: list, picks: dict, origin: str) -> None:
+    """A file given by itself counts: record that choice (once) as a ``pick`` decision."""
+    with db.transaction():
+        for r in rows:
+            picked = any(str(n).startswith("picked by the instructor") for n in r["notes"])
+            if picked and picks.get(row_key(r)) != r.get("shown"):
+                db.add_decision(
+                    "pick", r["student_id"], r["assignment"] or "",
+                    answer_sha256=(r.get("submitted") or {}).get("sha256", ""),
+                    comment=r.get("shown", ""), origin=origin,
+                )  # fmt: skip
+
+
+def _manual_decisions(db, path, manual_ids: dict, origin: str) -> tuple[int, list, set]:
+    """``--manual``: each line's points become a decision for the answer text the row has
+    now (they stand while it is unchanged). Returns (lines merged, problems, keys changed)."""
+    view = db.view()
+    found, problems = gb.manual_targets(view, path, manual_ids)
+    states = {(st["key"], st["assignment"]): st for st in db.row_states()}
+    decided = db.decisions_by_row()
+    changed: set = set()
+    with db.transaction():
+        for targets, gid, value, comment in found:
+            for rec in targets:
+                key = gb.record_key(rec)
+                st = states[key]
+                sha = st["written"][gid][0]
+                standing, _ = standing_manual(decided.get(key, []), gid, sha)
+                if standing and standing.points == value and standing.comment == comment:
+                    continue  # the same points again: nothing new to record
+                db.add_decision(
+                    "manual", rec["student_id"], rec["assignment"], grade_id=gid,
+                    answer_sha256=sha, points=value, comment=comment,
+                    origin=f"{origin}, {Path(path).name}",
+                )  # fmt: skip
+                changed.add(key)
+    return len(found), problems, changed
+
+
+def print_pending(db, out) -> int:
+    """Say how many written answers wait for the instructor (and list the changed ones);
+    return how many changed since they were scored."""
+    waiting = db.pending()
+    if not waiting:
+        return 0
+    changed = [w for w in waiting if w.status == "changed"]
+    print(
+        f"{len(waiting)} written answer(s) pending ({len(changed)} changed since they were "
+        f"scored); list them: mha-course pending {out}"
+    )
+    for w in changed:
+        print(
+            clean_text(
+                f"  changed: {w.student} [{w.student_id}] {w.assignment} {w.grade_id}: "
+                f"{w.earlier.points:g} points were for an earlier text; pending again"
+            )
+        )
+    return len(changed)
 
 
 def _memory_bounded_or_allowed(args) -> bool:
@@ -122,11 +241,13 @@ def _setup(args) -> _Setup | str:
     except Exception as exc:
         return str(exc)
     paths = list(args.paths or [])
-    if not paths and not args.manual:
+    if not paths and not args.manual and not getattr(args, "import_edits", False):
         return "give the submissions to grade (folders, notebooks or zips)"
     missing = [str(p) for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
     if missing:
         return f"no such file or folder: {', '.join(missing)} (nothing was written)"
+    if getattr(args, "student", None) and (len(paths) != 1 or Path(paths[0]).is_dir()):
+        return "--student ID goes with one notebook or zip given by its path (nothing was written)"
     if args.manual and not Path(args.manual).is_file():
         return f"--manual {args.manual}: no such file (nothing was written)"
     late_factor = getattr(args, "late_factor", None)
@@ -146,7 +267,11 @@ def _setup(args) -> _Setup | str:
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             return f"--out {out}: {exc}; choose another file (nothing was written)"
     isolate = not getattr(args, "unsafe_no_sandbox", False)
-    return _Setup(course, paths, roster, out, old_columns, old_records, isolate, late_factor)
+    try:
+        due = parse_due(getattr(args, "due", None))
+    except ValueError as exc:
+        return f"{exc} (nothing was written)"
+    return _Setup(course, paths, roster, out, old_columns, old_records, isolate, late_factor, due)
 
 
 def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]:
@@ -156,13 +281,15 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
         return [], [], set()
     collection = collect(setup.paths)
     subs = collection.submissions
+    if getattr(args, "student", None):
+        _given_student(subs, args.student)
     if setup.roster is not None:
         apply_roster(subs, setup.roster)
     picks = {
         (normalise_name(r["student_id"]).casefold(), r["assignment"]): r.get("file", "")
         for r in setup.old_records
         if "picked by the instructor" in r.get("notes", "")
-    }
+    } | setup.picks
     try:
         opts = Options(
             timeout=args.timeout,
@@ -174,7 +301,8 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
         rows = grade_submissions(subs, templates, args.jobs, opts, seed, progress=True, picks=picks)
     finally:
         collection.close()
-    extra, expected = expected_missing(rows, subs, templates)
+    extra, expected = expected_missing(rows, subs, templates, setup.due)
+    setup.copies = [r for r in rows if r["status"] == "superseded"]
     rows = [r for r in rows if r["status"] != "superseded"] + extra
     if setup.roster is not None:  # the roster gives every student's missing rows by assignment
         rows = [
@@ -187,6 +315,33 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
             )
         ]
     return rows, collection.layouts, expected
+
+
+def _say_what_is_replaced(new_records: list, old_records: list) -> None:
+    """A flagged file that replaces a row graded earlier from another file says what that row
+    had (a file of another assignment in an upload never replaces a row silently)."""
+    old = {gb.record_key(r): r for r in old_records}
+    for rec in new_records:
+        before = old.get(gb.record_key(rec))
+        if (
+            before is not None
+            and NEEDS_A_LOOK in rec.get("notes", "")
+            and before.get("file") != rec.get("file")
+            and before.get("status") != "missing"
+        ):
+            rec["notes"] += (
+                f"; {NEEDS_A_LOOK}replaces the earlier {rec['assignment']} row "
+                f"({before.get('total')} of {before.get('max')}, {before.get('file')}, "
+                f"status {before.get('status')})"
+            )
+
+
+def _given_student(subs: list, student_id: str) -> None:
+    """``--student ID``: the file graded by its path is this student's."""
+    for sub in subs:
+        sub.student_id = sub.student = normalise_name(student_id)
+        sub.identity = "--student on the command line"
+        sub.notes = [n for n in sub.notes if not str(n).startswith(NEEDS_A_LOOK)]
 
 
 def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_ids) -> tuple:
@@ -205,8 +360,9 @@ def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_
         )
     factor = 1.0 if late_factor is None else late_factor
     new_records = [_record(gb, r, factor) for r in rows]
-    records, counts = gb.merge_rows(
-        new_records, setup.old_records, manual_ids, keep_names=setup.roster is None
+    _say_what_is_replaced(new_records, setup.old_records)
+    records, counts = gb.merge_rows(  # written-answer points are decisions, not carried
+        new_records, setup.old_records, {}, keep_names=setup.roster is None
     )
     if setup.roster is not None:
         extra = roster_missing(records, setup.roster, sorted(expected), templates)
@@ -220,27 +376,9 @@ def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_
     return records, counts
 
 
-def _write_gradebook(records: list, setup: _Setup, templates: dict, counts: dict) -> None:
-    """Write the gradebook: a column per question of every assignment in it, in the course's
-    order, then the old gradebook's other question columns."""
-    qids = []
-    for a in sorted({r["assignment"] for r in records if r["assignment"]}):
-        qids += [
-            q.grade_id
-            for q in (templates[a].questions if a in templates else [])
-            if q.grade_id not in qids
-        ]
-    qids += [
-        c for c in setup.old_columns if c not in qids and c not in gb.FIXED_BEFORE + gb.FIXED_AFTER
-    ]
-    gb.write_gradebook(records, setup.out, qids)
-    print(
-        f"wrote {setup.out}: {counts['added']} rows added, {counts['replaced']} replaced, "
-        f"{counts['kept']} kept"
-    )
-
-
-def _write_feedback(args, rows: list, records: list, changed: set, manual_ids: dict) -> list:
+def _write_feedback(
+    args, rows: list, records: list, changed: set, manual_ids: dict, comments=None
+) -> list:
     """Write this run's feedback, and refresh the written-answer points of earlier feedback
     that ``--manual`` changed. Returns ``(student, assignment, why)`` of the files that could
     not be written."""
@@ -263,6 +401,7 @@ def _write_feedback(args, rows: list, records: list, changed: set, manual_ids: d
                 if gb.record_key(r) in changed and gb.record_key(r) not in graded_now
             ],
             manual_ids,
+            comments,
         )
         if refreshed:
             print(f"refreshed the written-answer points in {len(refreshed)} feedback file(s)")
@@ -298,7 +437,8 @@ def _print_rows_to_look_at(rows: list) -> list:
     bad = [
         r
         for r in rows
-        if r["status"] != "ok" or any(str(n).startswith(NOT_IN_ROSTER) for n in r["notes"])
+        if r["status"] != "ok"
+        or any(str(n).startswith((NOT_IN_ROSTER, NEEDS_A_LOOK)) for n in r["notes"])
     ]
     if bad:
         print(f"{len(bad)} row(s) need a look:")
@@ -307,9 +447,14 @@ def _print_rows_to_look_at(rows: list) -> list:
                 f"  {r['student']}"
                 + (f" [{r['student_id']}]" if r["student_id"] != r["student"] else "")
                 + f" ({r['assignment'] or '?'}): {r['status']}"
-                + (f" - {r['notes'][0]}" if r["notes"] else "")
+                + (f" - {_first_note(r['notes'])}" if r["notes"] else "")
             )
     return bad
+
+
+def _first_note(notes: list) -> str:
+    """The note to show on the console: the first that asks for a look, else the first."""
+    return next((n for n in notes if str(n).startswith(NEEDS_A_LOOK)), notes[0])
 
 
 def _end_sandboxes_on_signals() -> dict:
@@ -370,8 +515,11 @@ def apply_roster(subs: list, roster) -> None:
             continue
         if sub.student_id != hit.id:
             sub.notes.append(f"matched to roster student {hit.id} by {sub.student_id!r}")
+            sub.identity = f"the roster, matched by {sub.student_id!r}"
         sub.student_id, sub.student = hit.id, hit.name
         if hit.late is not None and sub.path is not None:
+            if hit.late and not sub.late:
+                sub.late_source = "the Moodle worksheet's status"
             sub.late = sub.late or hit.late
 
 
@@ -397,7 +545,41 @@ def _missing_row(student_id, student, assignment, t, note) -> dict:
 UNREADABLE = ("refused", "not-json", "not-a-notebook", "empty", "too-large", "old-format")
 
 
-def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set]:
+def _wrong_assignment(r: dict, expected: str, due: dict) -> None:
+    """A file handed in for ``expected`` that is another assignment: graded as what it is,
+    listed as needing a look, and late by its own assignment's due date when it is known."""
+    own = r["assignment"]
+    r["notes"].append(
+        f"{NEEDS_A_LOOK}handed in with the {expected} submissions, but it is {own}: graded as {own}"
+    )
+    when = (r.get("submitted") or {}).get("mtime")
+    if own in due and when:
+        r["late"] = when > due[own]
+        r["late_source"] = f"the file's time {when} against {own}'s due date {due[own]}"
+        r["notes"].append(f"{'late' if r['late'] else 'on time'} by {own}'s due date {due[own]}")
+    elif r.get("late"):
+        r["notes"].append(
+            f"marked late for {expected}; {own}'s due date is not known (give --due {own}=DATE)"
+        )
+
+
+def parse_due(values) -> dict:
+    """``--due ASSIGNMENT=YYYY-MM-DD[THH:MM]`` (UTC; a date alone means its end) as
+    {assignment: ISO time}; raise ValueError for a value that is not one."""
+    out = {}
+    for given in values or []:
+        a, sep, when = str(given).partition("=")
+        m = re.fullmatch(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::(\d{2}))?)?Z?", when.strip())
+        if not sep or not a.strip() or not m:
+            raise ValueError(
+                f"--due {given!r}: give ASSIGNMENT=YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
+            )
+        clock = f"{m.group(2)}:{m.group(3) or '00'}" if m.group(2) else "23:59:59"
+        out[a.strip()] = f"{m.group(1)}T{clock}Z"
+    return out
+
+
+def expected_missing(rows: list, subs: list, templates: dict, due=None) -> tuple[list, set]:
     """The assignment a download is for is the one most of its notebooks are (a clear
     majority). A student folder without a notebook, or a file that could not be read, fills
     that assignment's row (``missing``, or the file's status); a file uploaded to the wrong
@@ -441,10 +623,7 @@ def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set
                 continue
             if row_key(r)[0] in have:
                 continue
-            r["notes"].append(
-                f"handed in with the {expected} submissions, but it is {r['assignment']}: "
-                f"graded as {r['assignment']}"
-            )
+            _wrong_assignment(r, expected, due or {})
             extra.append(
                 _missing_row(
                     r["student_id"],
@@ -474,26 +653,30 @@ def roster_missing(records: list, roster, assignments: list, templates: dict) ->
     return extra
 
 
-def _sync_rows(rows, records, templates):
-    """Copy merged written-answer points back into this run's rows (for the feedback)."""
-    by_key = {gb.record_key(r): r for r in records}
+def _sync_rows(rows, db, templates) -> dict:
+    """Copy the gradebook's view (the instructor's decisions applied) back into this run's
+    rows, for the feedback. Returns the written-answer comments by record key."""
+    by_key = {gb.record_key(r): (r, c, n) for r, c, n in view_records(db, with_comments=True)}
     for row in rows:
-        rec = by_key.get(row_key(row))
+        rec, comments, notes = by_key.get(row_key(row), (None, [], []))
         t = templates.get(row["assignment"])
         if rec is None:
             continue
         row["student"] = rec["student"]  # the roster's name, kept by a regrade without one
         row["late_factor"] = float(rec.get("late_factor") or 1)
+        row["late"] = rec.get("late") == "yes"
+        row["status"] = rec.get("status", row["status"])
+        row["notes"] = list(row["notes"]) + [n for n in notes if n not in row["notes"]]
         if t is None or row["status"] == "missing":
             continue
-        for q in t.questions:
-            value = rec.get(q.grade_id)
-            d = row["questions"].get(q.grade_id)
-            if q.kind == "manual" and d is not None and value not in (None, "", "pending"):
-                d.update(status="scored", points=float(value))
-                row["points"][q.grade_id] = float(value)
+        for gid, points, comment in comments:
+            d = row["questions"].get(gid)
+            if d is not None:
+                d.update(status="scored", points=float(points), comment=comment)
+                row["points"][gid] = float(points)
         row["total"] = float(rec["total"] or 0)
         row["pending"] = float(rec["pending"] or 0)
+    return {k: {g: c for g, _, c in v[1] if c} for k, v in by_key.items()}
 
 
 def check_solutions(course=None, timeout: float = 120.0) -> int:
@@ -540,82 +723,3 @@ def check_solutions(course=None, timeout: float = 120.0) -> int:
             if not n.startswith("graded WITHOUT"):
                 print(f"       note: {n}")
     return 1 if failed or problems else 0
-
-
-def export_command(args) -> int:
-    """``mha-course export GRADEBOOK --to canvas|moodle --roster FILE --out FILE``: exit 0 when
-    every roster student's grade was written, 1 when something needs a look (a student or an
-    assignment not matched, written answers still pending), 2 for a usage error."""
-    safe_console()  # names and paths from the gradebook and the roster: cleaned on the console
-
-    def usage(message):
-        print(f"mha-course export: {message}", file=sys.stderr)
-        return 2
-
-    book = Path(args.gradebook)
-    if not book.is_file():
-        return usage(f"no such gradebook: {book} (nothing was written)")
-    try:
-        columns, records = gb.read_gradebook(book)
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        return usage(f"{book}: {exc}")
-    try:
-        roster = read_roster(args.roster)
-    except (RosterError, OSError) as exc:
-        return usage(f"--roster: {exc}")
-    if roster.kind != args.to:
-        return usage(
-            f"--to {args.to} needs a {args.to} roster; {args.roster} is a {roster.kind} "
-            + ("gradebook export" if roster.kind == "canvas" else "grading worksheet")
-        )
-    factor = getattr(args, "late_factor", None)
-    if factor is not None:
-        if not 0 <= factor <= 1:
-            return usage(f"--late-factor {factor:g}: give a factor from 0 to 1")
-        for rec in records:
-            gb.set_late_factor(rec, factor)
-    assignments = sorted({r["assignment"] for r in records if r["assignment"]})
-    if args.assignment:
-        unknown = [a for a in args.assignment if a not in assignments]
-        if unknown:
-            return usage(f"--assignment {', '.join(unknown)}: not in {book}")
-        assignments = list(args.assignment)
-    if not assignments:
-        return usage(f"{book} has no graded assignment to export")
-    if args.to == "moodle" and len(assignments) != 1:
-        return usage(
-            "a Moodle worksheet is one assignment's: choose it with --assignment "
-            f"(one of {', '.join(assignments)})"
-        )
-    qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
-    if args.to == "canvas":
-        text, problems = export_canvas(records, roster, assignments)
-    else:
-        text, problems = export_moodle(records, roster, assignments[0], qids)
-    pending = [
-        r for r in records if r["assignment"] in assignments and gb.to_float(r.get("pending")) > 0
-    ]
-    if pending:
-        problems.append(
-            f"{len(pending)} row(s) still have written answers to score (pending): their "
-            "exported grade leaves those points out"
-        )
-    gb.atomic_write(Path(args.out), text)
-    ids = {s.id for s in roster.students}
-    filled = sum(
-        1
-        for r in records
-        if r["assignment"] in assignments
-        and r["student_id"] in ids
-        and r.get("status") not in ("missing", "superseded")
-        and r.get("score", "") != ""
-    )
-    print(
-        f"wrote {args.out}: {args.to} {'gradebook import' if args.to == 'canvas' else 'grading worksheet'}"
-        f" for {len(roster.students)} students, {len(assignments)} assignment(s) "
-        f"({', '.join(assignments)}); {filled} grades filled, "
-        f"{len(roster.students) * len(assignments) - filled} left empty (no submission)"
-    )
-    for p in problems:
-        print(f"  note: {p}")
-    return 1 if problems else 0

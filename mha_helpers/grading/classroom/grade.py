@@ -32,6 +32,7 @@ the other answers still count, while the student's time budget lasts (:class:`Bu
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import sys
 import threading
@@ -49,6 +50,7 @@ from ..sandbox.report_schema import check_report
 from . import report as said
 from .assignments import expected_cases, identify, job_questions, load_templates
 from .collect import Rejected, Submission, collect, read_notebook
+from .recognise import recognise_answers
 from .row import (
     UNISOLATED_NOTE,
     _same_file,
@@ -141,10 +143,21 @@ def grade_submission(sub: Submission, templates: dict, opts: Options, seed: int)
     except Exception as exc:  # never crash the batch
         row = ungraded_row(sub, "grader-error", [f"{type(exc).__name__}: {exc}"[:300]])
     row["timing"]["wall"] = round(time.time() - t0, 4)
+    row["submitted"] = _file_facts(Path(sub.path))
     if not opts.isolate:
         row["notes"].append(UNISOLATED_NOTE)
     row["notes"] = [without_paths(n, sub) for n in row["notes"]]
     return row
+
+
+def _file_facts(path: Path) -> dict:
+    """The graded file's size, sha256 and time (for the gradebook database)."""
+    try:
+        data = path.read_bytes()
+        mtime = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
+        return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "mtime": mtime}
+    except OSError:
+        return {}
 
 
 def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
@@ -160,6 +173,7 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         program = build_program(t.template, notebook_cells(nb))
     except SourceTooLarge as exc:
         return ungraded_row(sub, "too-large", notes + [str(exc)], assignment, t.questions)
+    recognise_answers(program, t.template)  # answer cells whose metadata was lost
     notes += program.notes
     specs = job_questions(t, seed)
     n_public = {
@@ -179,7 +193,9 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         "wall": 0.0,
         "attempts": run.attempts,
     }
-    return graded_row(sub, assignment, t.questions, details, flags | verdict_flags, notes, timing)
+    row = graded_row(sub, assignment, t.questions, details, flags | verdict_flags, notes, timing)
+    row["written"] = dict(program.written)  # the answers' own text (hashed by the gradebook)
+    return row
 
 
 # --- run in the sandbox, again without the step that killed the program ----------------------
@@ -451,14 +467,31 @@ def grade_submissions(
         else:
             row = grade_submission(sub, templates, opts, seed)
         # The trust boundary for text: every string of the row is cleaned here, once.
+        kept = {k: row.pop(k) for k in ("written", "submitted") if k in row}
         row = clean_row(row)
         bar.step(clean_text(sub.student, max_chars=40))
-        return row
+        return row, kept
 
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-        rows = list(pool.map(one, enumerate(subs)))
+        done = list(pool.map(one, enumerate(subs)))
+    rows = [r for r, _ in done]
     resolve_copies(rows, subs, picks)
-    return [clean_row(r) for r in rows]
+    return [_with_answers(clean_row(r), kept) for r, (_, kept) in zip(rows, done)]
+
+
+def _with_answers(row: dict, kept: dict) -> dict:
+    """A cleaned row with its written answers (line breaks kept, bounded) and its file's
+    facts put back: the gradebook hashes the text as the student wrote it."""
+    written = kept.get("written") or {}
+    row["written"] = {
+        clean_text(g, max_chars=200): clean_text(t, max_chars=100_000, keep_newlines=True)
+        for g, t in written.items()
+        if isinstance(t, str)
+    }
+    row["submitted"] = {
+        k: v for k, v in (kept.get("submitted") or {}).items() if isinstance(v, int | str)
+    }
+    return row
 
 
 def over_the_cap(subs, templates, opts: Options, picks=None) -> dict:
