@@ -1,6 +1,6 @@
 """Battery B (tests/lesson_battery/battery_b.py) checked by its own references (verify_b.py):
 every wrong entry is really wrong, every right entry right, and the battery covers every
-auto-graded question of the exercises. Cheap (a few seconds, one small training run)."""
+auto-graded question of the exercises. Cheap (a few seconds, three small training runs)."""
 
 from __future__ import annotations
 
@@ -104,8 +104,10 @@ def test_the_verifier_can_fail():
 
 
 def test_the_references_hold_up():
-    """The backward reference agrees with finite differences; the seed-7 measurement names
-    both roles and supports option b."""
+    """The backward reference agrees with finite differences; the two-head seed-7 measurement
+    names both roles and supports option b; the four-head one names four roles, both kinds."""
     assert verify_b.reference_gradients_agree_with_finite_differences() < 1e-7
     assert sorted(verify_b.seed7_measurements()["roles"]) == ["first", "previous"]
+    four = verify_b.seed7_four_head_roles()
+    assert len(four) == 4 and set(four) == {"first", "previous"}, four
     assert verify_b.prune_letter() == "b"

@@ -1778,12 +1778,23 @@ R(
 
 # ---------------------------------------------------------------- exercise 04: cost
 PA = "q04_params"
+# The question (rewritten): count_params(d_model, num_heads, bias), d_head = d_model // num_heads,
+# and num_heads need not divide d_model: the heads together are num_heads * d_head wide, which
+# can be less than d_model. Several slips below are right only when num_heads divides d_model.
+NARROW = (
+    r"divide",
+    r"num_heads \* d_head",
+    r"narrower",
+    r"less than d_model",
+    r"remainder",
+    r"floor",
+)
 W(
     PA,
-    "4 d_model^2 whatever num_kv_heads is",
-    (r"num_kv_heads", r"\bkv\b", r"grouped", r"fewer columns", r"w_k and w_v", r"key/value heads"),
+    "4 d_model^2 whether or not num_heads divides d_model",
+    NARROW,
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         return 4 * d_model * d_model + (4 * d_model if bias else 0)
 """,
 )
@@ -1792,9 +1803,9 @@ W(
     "forgets the biases",
     (r"bias",),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        return 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
+        return 4 * d_model * num_heads * d_head
 """,
 )
 W(
@@ -1802,39 +1813,52 @@ W(
     "counts the biases even when bias is False",
     (r"bias",),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        q = o = d_model * num_heads * d_head
-        kv = d_model * num_kv_heads * d_head
-        return q + o + 2 * kv + num_heads * d_head + 2 * num_kv_heads * d_head + d_model
+        return 4 * d_model * num_heads * d_head + 3 * num_heads * d_head + d_model
 """,
 )
 W(
     PA,
-    "biases of K and V counted at full width",
+    "w_o's bias counted at the heads' width",
     (
-        r"bias\w*.*(k|v|kv|key|value)",
-        r"(k|v|kv|key|value)\w*.*bias",
-        r"num_kv_heads \* d_head",
-        r"fewer",
+        r"bias\w*.*(w_o|output)",
+        r"(w_o|output)\w*.*bias",
+        r"output feature",
+        r"d_model biases",
     ),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        w = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
-        b = 3 * num_heads * d_head + d_model
+        w = 4 * d_model * num_heads * d_head
+        b = 4 * num_heads * d_head
         return w + (b if bias else 0)
 """,
 )
 W(
     PA,
-    "shrinks K but not V",
-    (r"w_v", r"\bvalues?\b", r"both", r"k and v", r"w_k and w_v"),
+    "every bias d_model wide",
+    (
+        r"bias\w*.*(w_q|w_k|w_v|q, k|heads|num_heads \* d_head)",
+        r"(w_q|w_k|w_v)\w*.*bias",
+        *NARROW,
+    ),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        w = 3 * d_model * num_heads * d_head + d_model * num_kv_heads * d_head
-        b = 2 * num_heads * d_head + num_kv_heads * d_head + d_model
+        w = 4 * d_model * num_heads * d_head
+        return w + (4 * d_model if bias else 0)
+""",
+)
+W(
+    PA,
+    "w_o taken as (d_model, d_model)",
+    (r"w_o", r"output projection", *NARROW),
+    """
+    def count_params(d_model, num_heads, bias):
+        d_head = d_model // num_heads
+        w = 3 * d_model * num_heads * d_head + d_model * d_model
+        b = 3 * num_heads * d_head + d_model
         return w + (b if bias else 0)
 """,
 )
@@ -1843,10 +1867,10 @@ W(
     "forgets w_o",
     (r"w_o", r"output projection"),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        w = d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
-        b = num_heads * d_head + 2 * num_kv_heads * d_head
+        w = 3 * d_model * num_heads * d_head
+        b = 3 * num_heads * d_head
         return w + (b if bias else 0)
 """,
 )
@@ -1855,33 +1879,45 @@ W(
     "d_head = d_model / num_heads: a float",
     FLOAT_COUNT,
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model / num_heads
-        w = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
-        b = num_heads * d_head + 2 * num_kv_heads * d_head + d_model
+        w = 4 * d_model * num_heads * d_head
+        b = 3 * num_heads * d_head + d_model
         return w + (b if bias else 0)
 """,
 )
 W(
     PA,
-    "K and V widths without d_head",
-    (r"d_head", r"width", r"num_kv_heads \* d_head"),
+    "d_head rounded to the nearest whole number",
+    (r"//", r"floor", r"round", r"rounded down", *NARROW),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
-        w = 2 * d_model * d_model + 2 * d_model * num_kv_heads
-        b = d_model + 2 * num_kv_heads + d_model
+    def count_params(d_model, num_heads, bias):
+        d_head = round(d_model / num_heads)
+        w = 4 * d_model * num_heads * d_head
+        b = 3 * num_heads * d_head + d_model
         return w + (b if bias else 0)
 """,
 )
 W(
     PA,
-    "w_o given the key/value width",
-    (r"w_o", r"output projection", r"num_heads \* d_head"),
+    "projection widths num_heads instead of num_heads * d_head",
+    (r"d_head", r"width", r"num_heads \* d_head"),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
+        w = 4 * d_model * num_heads
+        b = 3 * num_heads + d_model
+        return w + (b if bias else 0)
+""",
+)
+W(
+    PA,
+    "one head's projections only",
+    (r"num_heads", r"every head", r"all (the )?heads", r"one head", r"per head", r"single head"),
+    """
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        w = d_model * num_heads * d_head + 3 * d_model * num_kv_heads * d_head
-        b = num_heads * d_head + 2 * num_kv_heads * d_head + d_model
+        w = 4 * d_model * d_head
+        b = 3 * d_head + d_model
         return w + (b if bias else 0)
 """,
 )
@@ -1892,8 +1928,8 @@ W(
     """
     from mha_helpers import attention_params
 
-    def count_params(d_model, num_heads, num_kv_heads, bias):
-        return attention_params(d_model, num_heads, num_kv_heads, bias=bias)
+    def count_params(d_model, num_heads, bias):
+        return attention_params(d_model, num_heads, bias=bias)
 """,
 )
 W(
@@ -1901,23 +1937,11 @@ W(
     "returns (weights, biases)",
     (r"whole number", r"\bint\b", r"tuple", r"single", r"a number"),
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        w = 2 * d_model * num_heads * d_head + 2 * d_model * num_kv_heads * d_head
-        b = num_heads * d_head + 2 * num_kv_heads * d_head + d_model
+        w = 4 * d_model * num_heads * d_head
+        b = 3 * num_heads * d_head + d_model
         return w, (b if bias else 0)
-""",
-)
-W(
-    PA,
-    "num_kv_heads used for the queries too",
-    (r"num_heads", r"quer", r"w_q", r"w_o"),
-    """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
-        d_head = d_model // num_heads
-        w = 4 * d_model * num_kv_heads * d_head
-        b = 3 * num_kv_heads * d_head + d_model
-        return w + (b if bias else 0)
 """,
 )
 
@@ -2176,10 +2200,10 @@ R(
     PA,
     "a loop over the four projections",
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         d_head = d_model // num_heads
-        shapes = [(d_model, num_heads * d_head), (d_model, num_kv_heads * d_head),
-                  (d_model, num_kv_heads * d_head), (num_heads * d_head, d_model)]
+        width = num_heads * d_head
+        shapes = [(d_model, width), (d_model, width), (d_model, width), (width, d_model)]
         total = 0
         for rows, cols in shapes:
             total += rows * cols + (cols if bias else 0)
@@ -2190,14 +2214,23 @@ R(
     PA,
     "from the sizes of zero arrays, converted with int()",
     """
-    def count_params(d_model, num_heads, num_kv_heads, bias):
+    def count_params(d_model, num_heads, bias):
         dh = d_model // num_heads
-        ws = [np.zeros((d_model, num_heads * dh)), np.zeros((d_model, num_kv_heads * dh)),
-              np.zeros((d_model, num_kv_heads * dh)), np.zeros((num_heads * dh, d_model))]
+        ws = [np.zeros((d_model, num_heads * dh)) for _ in range(3)]
+        ws.append(np.zeros((num_heads * dh, d_model)))
         n = sum(w.size for w in ws)
         if bias:
             n += sum(w.shape[1] for w in ws)
         return int(n)
+""",
+)
+R(
+    PA,
+    "the heads' width as d_model minus the remainder",
+    """
+    def count_params(d_model, num_heads, bias):
+        width = d_model - d_model % num_heads
+        return 4 * d_model * width + bias * (3 * width + d_model)
 """,
 )
 R(
@@ -3170,46 +3203,61 @@ W(
 )
 
 RS = "q06_roles_seed7"
+# The question (rewritten): the lesson's model with four heads, seed 7; a tuple of four roles.
 W(
     RS,
-    "the roles swapped",
-    (r"seed", r"swap", r"order", r"head 0", r"larger"),
-    "roles_seed_7 = ('previous', 'first')",
+    "heads 0 and 1 swapped",
+    (r"head 0", r"head 1", r"swap", r"order", r"larger"),
+    "roles_seed_7 = ('previous', 'first', 'first', 'previous')",
     "roles_seed_7",
 )
 W(
     RS,
-    "both heads 'first'",
-    (r"head 1", r"larger", r"previous", r"both"),
-    "roles_seed_7 = ('first', 'first')",
+    "the smaller score wins",
+    (r"larger", r"smaller", r"flip", r"swap", r"opposite", r"every head", r"all (four )?heads"),
+    "roles_seed_7 = ('previous', 'first', 'previous', 'first')",
     "roles_seed_7",
 )
 W(
     RS,
-    "both heads 'previous'",
-    (r"head 0", r"larger", r"first", r"both"),
-    "roles_seed_7 = ('previous', 'previous')",
+    "all four heads 'first'",
+    (r"head [13]", r"larger", r"previous", r"all", r"every head"),
+    "roles_seed_7 = ('first', 'first', 'first', 'first')",
     "roles_seed_7",
 )
 W(
     RS,
-    "only head 0's role",
-    (r"two", r"both heads", r"length", r"each head", r"tuple"),
-    "roles_seed_7 = ('first',)",
+    "all four heads 'previous'",
+    (r"head [02]", r"larger", r"first", r"all", r"every head"),
+    "roles_seed_7 = ('previous', 'previous', 'previous', 'previous')",
     "roles_seed_7",
 )
 W(
     RS,
-    "one string with both roles",
-    (r"tuple", r"two", r"\bstr(ing)?\b"),
-    "roles_seed_7 = 'first, previous'",
+    "head 3 misread",
+    (r"head 3", r"larger", r"one head", r"previous"),
+    "roles_seed_7 = ('first', 'previous', 'first', 'first')",
+    "roles_seed_7",
+)
+W(
+    RS,
+    "two roles, as for a two-head model",
+    (r"four", r"\b4\b", r"each head", r"every head", r"length", r"heads 0, 1, 2"),
+    "roles_seed_7 = ('first', 'previous')",
+    "roles_seed_7",
+)
+W(
+    RS,
+    "one string with all four roles",
+    (r"tuple", r"four", r"\bstr(ing)?\b"),
+    "roles_seed_7 = 'first, previous, first, previous'",
     "roles_seed_7",
 )
 W(
     RS,
     "the winning columns' indices",
     (r"\bstr(ing)?\b", r"\"previous\"|'previous'", r"name", r"previous.*first|first.*previous"),
-    "roles_seed_7 = (1, 0)",
+    "roles_seed_7 = (1, 0, 1, 0)",
     "roles_seed_7",
 )
 W(
@@ -3217,8 +3265,15 @@ W(
     "the score array itself",
     (r"tuple", r"name", r"\bstr(ing)?\b", r"previous.*first|first.*previous"),
     """
-    roles_seed_7 = np.array([[0.0002, 0.9993], [0.9971, 0.0009]])
+    roles_seed_7 = np.array([[0.0004, 0.9993], [0.9941, 0.0019], [0.0046, 0.9927], [0.9952, 0.0021]])
 """,
+    "roles_seed_7",
+)
+W(
+    RS,
+    "abbreviated role names",
+    (r"\"previous\"|'previous'", r"spell", r"name", r"previous.*first|first.*previous"),
+    "roles_seed_7 = ('first', 'prev', 'first', 'prev')",
     "roles_seed_7",
 )
 
@@ -3438,10 +3493,15 @@ R(
         return out
 """,
 )
-R(RS, "a tuple made from a list", "roles_seed_7 = tuple(['first', 'previous'])", "roles_seed_7")
 R(
     RS,
-    "computed with measure_roles after training seed 7",
+    "a tuple made from a list",
+    "roles_seed_7 = tuple(['first', 'previous', 'first', 'previous'])",
+    "roles_seed_7",
+)
+R(
+    RS,
+    "computed with measure_roles after training seed 7 with four heads",
     """
     from mha_helpers.tasks import vote_table_task
     from mha_helpers.training import forward, init_model, train
@@ -3452,9 +3512,9 @@ R(
 
     make_votes = vote_table_task(vocab_size=16, seq_len=10, table_seed=0)
     test_tokens, test_targets = make_votes(np.random.default_rng(1000), 1000)
-    model7, _ = train(init_model(16, 10, 32, num_layers=1, seed=7), make_votes, num_heads=2,
+    model7, _ = train(init_model(16, 10, 32, num_layers=1, seed=7), make_votes, num_heads=4,
                       steps=300, lr=1e-2, warmup=100, batch_size=64, seed=7)
-    _, (weights7,) = forward(model7, test_tokens, num_heads=2)
+    _, (weights7,) = forward(model7, test_tokens, num_heads=4)
     scores = measure_roles(weights7)
     roles_seed_7 = tuple("previous" if s[0] > s[1] else "first" for s in scores)
 """,

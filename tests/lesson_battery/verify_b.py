@@ -92,11 +92,12 @@ def ref_concat_project(head_outputs, w_o):
     return np.concatenate([np.asarray(h) for h in head_outputs], axis=1) @ w_o
 
 
-def ref_params(d_model, num_heads, num_kv_heads, bias):
-    dh = d_model // num_heads
-    q_cols, kv_cols = num_heads * dh, num_kv_heads * dh
-    weights = d_model * q_cols + 2 * d_model * kv_cols + q_cols * d_model
-    biases = q_cols + 2 * kv_cols + d_model
+def ref_params(d_model, num_heads, bias):
+    """Exercise 04 Q1 as rewritten: every head d_model // num_heads wide, so the heads together
+    are num_heads * d_head wide (less than d_model when num_heads does not divide it)."""
+    width = num_heads * (d_model // num_heads)
+    weights = 3 * d_model * width + width * d_model  # w_q, w_k, w_v, then w_o
+    biases = 3 * width + d_model  # one per output feature of each projection
     return weights + (biases if bias else 0)
 
 
@@ -305,13 +306,15 @@ def cases_concat_project():
 
 def cases_params():
     return [
-        (8, 2, 2, True),
-        (8, 4, 2, False),
-        (12, 6, 3, True),
-        (16, 8, 1, False),
-        (768, 12, 4, True),
-        (12, 4, 4, False),
-    ]  # num_heads divides d_model: the course's helpers (head_width) refuse anything else
+        (8, 2, True),
+        (8, 4, False),
+        (768, 12, True),
+        (16, 16, False),
+        (10, 3, True),  # the question allows num_heads not dividing d_model: 9 columns of 10
+        (11, 4, False),  # d_head 2 (11 / 4 = 2.75 rounds to 3, not 2)
+        (12, 5, True),
+        (7, 1, False),
+    ]
 
 
 def cases_flops():
@@ -637,9 +640,34 @@ FUNCTIONS = {
 
 
 @functools.lru_cache(maxsize=1)
+def seed7_four_head_roles() -> tuple:
+    """Exercise 06 Q3 as rewritten: the lesson's model with four heads trained with seed 7 (the
+    exercise's own training cell), each head named by the larger of its two scores from this
+    file's ``ref_measure_roles``."""
+    from mha_helpers.tasks import vote_table_task
+    from mha_helpers.training import forward, init_model, train
+
+    make_votes = vote_table_task(vocab_size=16, seq_len=10, table_seed=0)
+    tokens, _ = make_votes(np.random.default_rng(1000), 1000)
+    model, _ = train(
+        init_model(16, 10, 32, num_layers=1, seed=7),
+        make_votes,
+        num_heads=4,
+        steps=300,
+        lr=1e-2,
+        warmup=100,
+        batch_size=64,
+        seed=7,
+    )
+    _, (weights,) = forward(model, tokens, num_heads=4)
+    return tuple("previous" if s[0] > s[1] else "first" for s in ref_measure_roles(weights))
+
+
+@functools.lru_cache(maxsize=1)
 def seed7_measurements() -> dict:
-    """Lesson 06's two-head model trained with seed 7 (the exercise's own cell), measured with
-    this file's ``ref_measure_roles`` and ``ref_remove_head``."""
+    """Lesson 06's two-head model trained with seed 7 (the model question 5, the pruning
+    prediction, speaks of: "one of the two heads"), measured with this file's
+    ``ref_measure_roles`` and ``ref_remove_head``."""
     from mha_helpers.tasks import vote_table_task
     from mha_helpers.training import accuracy, forward, init_model, train
 
@@ -739,9 +767,9 @@ def _changes(x):
 
 
 def _roles(x):
-    expected = seed7_measurements()["roles"]
-    if not isinstance(x, tuple) or len(x) != 2 or not all(isinstance(v, str) for v in x):
-        return f"expected a tuple of two role names, got {x!r}"
+    expected = seed7_four_head_roles()
+    if not isinstance(x, tuple) or len(x) != 4 or not all(isinstance(v, str) for v in x):
+        return f"expected a tuple of four role names, got {x!r}"
     return None if x == expected else f"{x!r} != {expected!r}"
 
 
