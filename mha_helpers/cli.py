@@ -16,6 +16,10 @@ For instructors (inside the course folder, or with --course DIR):
                      [--course DIR] [--seed N] [--manual SCORES.csv] [--roster LMS.csv]
                      [--late-factor F] [--unsafe-no-sandbox]
     mha-course export GRADEBOOK.csv --to canvas|moodle --roster LMS.csv --out FILE.csv
+    mha-course review PATH ... --gradebook GRADEBOOK.csv --out DIR    written answers, by question
+    mha-course review --record DECISIONS.json --gradebook GRADEBOOK.csv [--feedback DIR]
+    mha-course report [PATH ...] --gradebook GRADEBOOK.csv --out DIR  the class at a glance
+    mha-course feedback-zip --to canvas|moodle --gradebook GRADEBOOK.csv --feedback DIR --out F.zip
 
 Exit status: 0 success; 1 something needs a look (a row that is not ok, a failing check);
 2 a usage error (nothing written).
@@ -148,7 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_grade(sub)
     _add_export(sub)
     _add_validate(sub)
+    _add_review(sub)
     return parser
+
+
+def _add_review(sub) -> None:
+    """``review``, ``report`` and ``feedback-zip`` (mha_helpers/grading/classroom/review_*)."""
+    from .grading.classroom import review_cli
+
+    review_cli.add_parsers(sub, _add_course_option)
 
 
 def _add_course_option(p) -> None:
@@ -280,6 +292,13 @@ def _add_export(sub) -> None:
         type=float,
         metavar="F",
         help="late policy for this export (default: the one in the gradebook)",
+    )
+    p.add_argument(
+        "--feedback",
+        type=Path,
+        metavar="DIR",
+        help="Moodle: put each student's feedback (verdicts, hints, comments) from DIR into "
+        "the worksheet's Feedback comments",
     )
     p.set_defaults(func=_cmd_export)
 

@@ -210,7 +210,22 @@ G = "mha_helpers.grading"
 # orchestrators above them call each stage in turn). What every stage may use is at the bottom.
 LAYERS = (
     ("the public names", [G]),
-    ("the command line", ["mha_helpers.cli", f"{G}.classroom.commands"]),
+    (
+        "the command line",
+        ["mha_helpers.cli", f"{G}.classroom.commands", f"{G}.classroom.review_cli"],
+    ),
+    ("review, report and feedback archives", [f"{G}.classroom.review_commands"]),
+    (
+        "the class's answers and results (review and report)",
+        [
+            f"{G}.classroom.review_store",
+            f"{G}.classroom.class_report",
+            f"{G}.classroom.similarity",
+            f"{G}.classroom.lms_feedback",
+            f"{G}.classroom.review_decisions",
+            f"{G}.classroom.review_page",
+        ],
+    ),
     ("grading a class, validating a notebook", [f"{G}.classroom.grade", f"{G}.classroom.validate"]),
     ("the course's assignments (templates, cases)", [f"{G}.classroom.assignments"]),
     ("release (exercises and self-check data)", [f"{G}.classroom.release"]),

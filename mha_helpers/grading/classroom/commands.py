@@ -24,6 +24,7 @@ from .assignments import load_templates
 from .collect import Submission, collect
 from .grade import Options, grade_submissions
 from .lms import Roster, RosterError, export_canvas, export_moodle, read_roster
+from .lms_feedback import moodle_comments
 from .row import row_key
 from .untrusted import clean_text, normalise_name, safe_console
 
@@ -84,6 +85,10 @@ def _grade_command(args) -> int:
         merged, problems, changed = gb.apply_manual(records, args.manual, manual_ids)
     _sync_rows(rows, records, templates)
     _write_gradebook(records, setup, templates, counts)
+    if rows:  # the verdicts' details (mistakes named) for mha-course report
+        from .review_store import save_results
+
+        save_results(rows, setup.out)
     unwritten = _write_feedback(args, rows, records, changed, manual_ids)
     _print_summary(args, setup, rows, layouts, templates, time.perf_counter() - t0)
     if args.manual:
@@ -566,7 +571,8 @@ def export_command(args) -> int:
     if args.to == "canvas":
         text, problems = export_canvas(records, roster, assignments)
     else:
-        text, problems = export_moodle(records, roster, assignments[0], qids)
+        comments = moodle_comments(records, getattr(args, "feedback", None), assignments[0])
+        text, problems = export_moodle(records, roster, assignments[0], qids, comments)
     pending = [
         r for r in records if r["assignment"] in assignments and gb.to_float(r.get("pending")) > 0
     ]

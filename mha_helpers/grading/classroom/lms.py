@@ -279,9 +279,11 @@ def summary_comment(rec: dict, question_ids: list) -> str:
 
 
 def export_moodle(
-    records: list, roster: Roster, assignment: str, question_ids: list
+    records: list, roster: Roster, assignment: str, question_ids: list, comments=None
 ) -> tuple[str, list[str]]:
-    """The worksheet with ``Grade`` and ``Feedback comments`` filled, other cells untouched."""
+    """The worksheet with ``Grade`` and ``Feedback comments`` filled, other cells untouched.
+    ``comments`` (student id -> text, :func:`.lms_feedback.moodle_comments`) gives the whole
+    feedback for the comment; without it, a one-line summary."""
     problems = []
     header = list(roster.header)
     col = {h: i for i, h in enumerate(header)}
@@ -317,7 +319,9 @@ def export_moodle(
                 if note not in problems:
                     problems.append(note)
             row[col["Grade"]] = _fmt(value)
-            row[col["Feedback comments"]] = summary_comment(rec, question_ids)
+            row[col["Feedback comments"]] = (comments or {}).get(s.id) or summary_comment(
+                rec, question_ids
+            )
         w.writerow(row)
     roster_ids = {s.id for s in roster.students}
     for r in records:

@@ -1,0 +1,269 @@
+"""``mha-course review`` (written answers, question by question), ``mha-course report`` (the
+class at a glance) and ``mha-course feedback-zip`` (feedback files for the LMS).
+
+Exit status as the other instructor commands: 0 all went well, 1 something needs a look, 2 a
+usage error (nothing written).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from ..course import find_course
+from . import feedback
+from . import gradebook as gb
+from .review_page import Answer, review_page
+from .review_store import (
+    class_answers,
+    record_decisions,
+    recorded_decisions,
+    solution_cells,
+    student_key,
+)
+from .untrusted import clean_text, safe_console
+
+__all__ = ["review_command", "report_command", "feedback_zip_command", "model_answer"]
+
+
+def _usage(command: str, message: str) -> int:
+    print(f"mha-course {command}: {message}", file=sys.stderr)
+    return 2
+
+
+def _setup(args, command: str):
+    """(course, templates, manual_ids, roster) or a usage message."""
+    from .assignments import load_templates
+    from .lms import RosterError, read_roster
+
+    try:
+        course = find_course(getattr(args, "course", None))
+    except Exception as exc:
+        return str(exc)
+    roster = None
+    if getattr(args, "roster", None):
+        try:
+            roster = read_roster(args.roster)
+        except RosterError as exc:
+            return f"--roster: {exc}"
+    templates = load_templates(course)
+    manual_ids = {
+        a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
+        for a, t in templates.items()
+    }
+    return course, templates, manual_ids, roster
+
+
+def model_answer(course, assignment: str, grade_id: str) -> str:
+    """The solution notebook's answer to a written question."""
+    return solution_cells(course, assignment).get(grade_id, "")
+
+
+def review_command(args) -> int:
+    """``mha-course review``: write the pages, or ``--record`` decisions files."""
+    safe_console()
+    setup = _setup(args, "review")
+    if isinstance(setup, str):
+        return _usage("review", setup)
+    course, templates, manual_ids, roster = setup
+    book = Path(args.gradebook)
+    if not book.is_file():
+        return _usage("review", f"no such gradebook: {book} (grade the class first)")
+    missing = [str(p) for p in args.paths or [] if not Path(p).exists()]
+    if missing:
+        return _usage("review", f"no such file or folder: {', '.join(missing)}")
+    if args.record:
+        return _record(args, book, templates, manual_ids, roster)
+    if not args.paths:
+        return _usage("review", "give the submissions (as given to mha-course grade)")
+    if not args.out:
+        return _usage("review", "give --out DIR for the pages")
+    return _write_pages(args, course, book, templates, roster)
+
+
+def _wanted(args, templates) -> list:
+    """The written-answer questions to review: (assignment, question)."""
+    out = []
+    for a, t in sorted(templates.items()):
+        if args.assignment and a not in args.assignment:
+            continue
+        for q in t.questions:
+            if q.kind == "manual" and (not args.question or q.grade_id in args.question):
+                out.append((a, q))
+    return out
+
+
+def _write_pages(args, course, book: Path, templates: dict, roster) -> int:
+    from ..rules.verdict import written_answered
+
+    subs = class_answers(args.paths, templates, roster, book)
+    decided = recorded_decisions(book)
+    out = Path(args.out)
+    written = []
+    for a, q in _wanted(args, templates):
+        answers = []
+        for s in subs:
+            text = s.written.get(q.grade_id)
+            if s.assignment != a or not written_answered(text):
+                continue
+            ans = Answer(s.student_id, s.student, text)
+            old = decided.get((student_key(s.student_id), a, q.grade_id))
+            if old and old["sha256"] == ans.sha256:
+                ans.points, ans.comment = float(old["points"]), old.get("comment", "")
+            elif old:
+                ans.note = (
+                    f"the answer changed since it was scored ({old['points']:g} points on "
+                    f"{old['at'][:10]}): pending again"
+                )
+            answers.append(ans)
+        if not answers:
+            continue
+        criteria = tuple((q.extra or {}).get("criteria") or ())
+        page = review_page(
+            a,
+            q.grade_id,
+            q.prompt,
+            float(q.points),
+            answers,
+            model_answer(course, a, q.grade_id),
+            criteria,
+        )
+        path = out / a / f"{q.grade_id}.html"
+        gb.atomic_write(path, page)
+        pending = sum(1 for x in answers if x.points is None)
+        written.append(path)
+        print(f"wrote {path}: {len(answers)} answers, {pending} still to score")
+    if not written:
+        print("no written answers to review in these submissions")
+        return 1
+    print(
+        "open a page in a browser, score, then download the decisions and record them with\n"
+        f"  mha-course review --record DECISIONS.json --gradebook {book} --feedback DIR"
+    )
+    return 0
+
+
+def _current(args, templates, roster, book) -> dict | None:
+    if not args.paths:
+        return None
+    from .review_page import answer_sha256
+
+    return {
+        (student_key(s.student_id), s.assignment, gid): answer_sha256(text)
+        for s in class_answers(args.paths, templates, roster, book)
+        for gid, text in s.written.items()
+    }
+
+
+def _record(args, book: Path, templates, manual_ids, roster) -> int:
+    files = [Path(f) for f in args.record]
+    absent = [str(f) for f in files if not f.is_file()]
+    if absent:
+        return _usage("review", f"--record: no such file: {', '.join(absent)}")
+    current = _current(args, templates, roster, book)
+    try:
+        result, _, records = record_decisions(book, files, manual_ids, current)
+    except ValueError as exc:
+        return _usage("review", str(exc))
+    print(
+        f"recorded {result.recorded} decision(s) into {book}"
+        + (f"; {result.unchanged} already recorded" if result.unchanged else "")
+    )
+    for p in result.problems:
+        print(f"  not recorded: {p}")
+    if args.feedback and result.changed_keys:
+        changed = [r for r in records if gb.record_key(r) in result.changed_keys]
+        files_changed = feedback.refresh_feedback(args.feedback, changed, manual_ids)
+        with_comments = add_comments(args.feedback, changed, recorded_decisions(book))
+        print(
+            f"updated {len(set(files_changed) | set(with_comments))} feedback file(s) in "
+            f"{args.feedback} (points and comments)"
+        )
+    elif result.changed_keys:
+        print("give --feedback DIR as well to put the points and comments into the feedback")
+    return 1 if result.problems else 0
+
+
+_COMMENT = "  - your instructor's comment: "
+
+
+def add_comments(folder, records: list, decided: dict) -> list[Path]:
+    """Put each written answer's comment (the latest decision's) under its line in the
+    student's feedback (Markdown and HTML); return the files changed."""
+    changed = []
+    for rec in records:
+        a = rec["assignment"]
+        path = Path(folder) / a / f"{feedback.feedback_stem(rec['student_id'], rec['student'])}.md"
+        if not path.is_file():
+            continue
+        lines = path.read_text(encoding="utf-8").split("\n")
+        new = []
+        for line in lines:
+            if line.startswith(_COMMENT):
+                continue  # replaced below by the latest comment
+            new.append(line)
+            m = re.match(r"- (\S+): written answer, graded by your instructor \[", line)
+            d = decided.get((student_key(rec["student_id"]), a, m.group(1))) if m else None
+            if d and d.get("comment"):
+                text = clean_text(d["comment"], max_chars=4000)
+                new.append(_COMMENT + text)
+        if new != lines:
+            gb.atomic_write(path, "\n".join(new))
+            title = f"Feedback for {rec['student']}: {a}"
+            gb.atomic_write(path.with_suffix(".html"), feedback._html_page(title, new[2:]))
+            changed.append(path)
+    return changed
+
+
+def report_command(args) -> int:
+    """``mha-course report``: an HTML report per assignment, figures beside it."""
+    from .class_report import write_reports
+
+    safe_console()
+    setup = _setup(args, "report")
+    if isinstance(setup, str):
+        return _usage("report", setup)
+    course, templates, manual_ids, roster = setup
+    book = Path(args.gradebook)
+    if not book.is_file():
+        return _usage("report", f"no such gradebook: {book} (grade the class first)")
+    subs = class_answers(args.paths, templates, roster, book) if args.paths else []
+    paths = write_reports(book, templates, subs, Path(args.out), course, args.assignment)
+    for p in paths:
+        print(f"wrote {p}")
+    if not args.paths:
+        print("  note: give the submissions too, to list pairs of identical answer code")
+    return 0 if paths else 1
+
+
+def feedback_zip_command(args) -> int:
+    """``mha-course feedback-zip``: the feedback files packed as Canvas's or Moodle's upload
+    of feedback files takes them."""
+    from .lms_feedback import canvas_feedback_zip, moodle_feedback_zip
+
+    safe_console()
+    book = Path(args.gradebook)
+    if not book.is_file():
+        return _usage("feedback-zip", f"no such gradebook: {book}")
+    if not Path(args.feedback).is_dir():
+        return _usage("feedback-zip", f"--feedback {args.feedback}: no such folder")
+    _, records = gb.read_gradebook(book)
+    assignments = sorted({r["assignment"] for r in records if r["assignment"]})
+    if args.assignment:
+        if args.assignment not in assignments:
+            return _usage("feedback-zip", f"--assignment {args.assignment}: not in {book}")
+    elif len(assignments) == 1:
+        args.assignment = assignments[0]
+    else:
+        return _usage(
+            "feedback-zip",
+            f"an upload is one assignment's: choose it with --assignment (one of "
+            f"{', '.join(assignments)})",
+        )
+    make = canvas_feedback_zip if args.to == "canvas" else moodle_feedback_zip
+    packed, problems = make(records, Path(args.feedback), args.assignment, Path(args.out))
+    print(f"wrote {args.out}: feedback of {packed} student(s) for {args.to}")
+    for p in problems:
+        print(f"  note: {p}")
+    return 1 if problems else 0
