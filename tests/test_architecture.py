@@ -249,7 +249,13 @@ LAYERS = (
     ("6. gradebook row", [f"{G}.classroom.row"]),
     (
         "7. outputs",
-        [f"{G}.classroom.feedback", f"{G}.classroom.gradebook", f"{G}.classroom.lms"],
+        [
+            f"{G}.classroom.feedback",
+            f"{G}.classroom.gradebook",
+            f"{G}.classroom.gradebook_db",
+            f"{G}.classroom.gradebook_view",
+            f"{G}.classroom.lms",
+        ],
     ),
     # what the stages share
     ("the learner's self-check", [f"{G}.selfcheck.check"]),

@@ -9,9 +9,9 @@ space and comments are set aside (:mod:`.similarity`), worded as a similarity fo
 instructor's judgement. Every figure has alt text and its numbers in a table beside it; the
 page follows the reader's light or dark setting (figures sit on a light card in both).
 
-The mistakes come from ``GRADEBOOK.results.json``, which ``mha-course grade`` writes beside the
-gradebook (:func:`.review_store.save_results`); a gradebook graded before that file existed
-gets the report without the mistakes, and says so.
+The mistakes come from the verdicts kept beside the gradebook (:func:`.review_store.
+verdict_results`: the database's results, or ``GRADEBOOK.results.json``); a gradebook graded
+before either existed gets the report without the mistakes, and says so.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import gradebook as gb
-from .review_store import load_results, solution_cells, student_key
+from .review_store import solution_cells, student_key, verdict_results
 from .similarity import identical_pairs
 from .untrusted import clean_text
 
@@ -291,7 +291,7 @@ def write_reports(
 ) -> list[Path]:
     """Write one report per assignment in the gradebook; return the pages written."""
     _, records = gb.read_gradebook(book)
-    results = load_results(book)
+    results = verdict_results(book)
     written = []
     for a in sorted({r["assignment"] for r in records if r["assignment"]}):
         if (only and a not in only) or a not in templates:

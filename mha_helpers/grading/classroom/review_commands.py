@@ -14,13 +14,15 @@ from pathlib import Path
 from ..course import find_course
 from . import feedback
 from . import gradebook as gb
-from .review_page import Answer, review_page
+from .review_page import review_page
 from .review_store import (
     class_answers,
+    comments_by_answer,
     record_decisions,
-    recorded_decisions,
+    review_answers,
     solution_cells,
     student_key,
+    uses_database,
 )
 from .untrusted import clean_text, safe_console
 
@@ -75,7 +77,7 @@ def review_command(args) -> int:
         return _usage("review", f"no such file or folder: {', '.join(missing)}")
     if args.record:
         return _record(args, book, templates, manual_ids, roster)
-    if not args.paths:
+    if not args.paths and not uses_database(book):
         return _usage("review", "give the submissions (as given to mha-course grade)")
     if not args.out:
         return _usage("review", "give --out DIR for the pages")
@@ -95,28 +97,11 @@ def _wanted(args, templates) -> list:
 
 
 def _write_pages(args, course, book: Path, templates: dict, roster) -> int:
-    from ..rules.verdict import written_answered
-
-    subs = class_answers(args.paths, templates, roster, book)
-    decided = recorded_decisions(book)
+    subs = None if uses_database(book) else class_answers(args.paths, templates, roster, book)
     out = Path(args.out)
     written = []
     for a, q in _wanted(args, templates):
-        answers = []
-        for s in subs:
-            text = s.written.get(q.grade_id)
-            if s.assignment != a or not written_answered(text):
-                continue
-            ans = Answer(s.student_id, s.student, text)
-            old = decided.get((student_key(s.student_id), a, q.grade_id))
-            if old and old["sha256"] == ans.sha256:
-                ans.points, ans.comment = float(old["points"]), old.get("comment", "")
-            elif old:
-                ans.note = (
-                    f"the answer changed since it was scored ({old['points']:g} points on "
-                    f"{old['at'][:10]}): pending again"
-                )
-            answers.append(ans)
+        answers = review_answers(book, a, q.grade_id, subs)
         if not answers:
             continue
         criteria = tuple((q.extra or {}).get("criteria") or ())
@@ -135,7 +120,7 @@ def _write_pages(args, course, book: Path, templates: dict, roster) -> int:
         written.append(path)
         print(f"wrote {path}: {len(answers)} answers, {pending} still to score")
     if not written:
-        print("no written answers to review in these submissions")
+        print("no written answers to review in this gradebook")
         return 1
     print(
         "open a page in a browser, score, then download the decisions and record them with\n"
@@ -145,8 +130,8 @@ def _write_pages(args, course, book: Path, templates: dict, roster) -> int:
 
 
 def _current(args, templates, roster, book) -> dict | None:
-    if not args.paths:
-        return None
+    if not args.paths or uses_database(book):
+        return None  # the database checks each decision's text itself
     from .review_page import answer_sha256
 
     return {
@@ -175,7 +160,7 @@ def _record(args, book: Path, templates, manual_ids, roster) -> int:
     if args.feedback and result.changed_keys:
         changed = [r for r in records if gb.record_key(r) in result.changed_keys]
         files_changed = feedback.refresh_feedback(args.feedback, changed, manual_ids)
-        with_comments = add_comments(args.feedback, changed, recorded_decisions(book))
+        with_comments = add_comments(args.feedback, changed, comments_by_answer(book))
         print(
             f"updated {len(set(files_changed) | set(with_comments))} feedback file(s) in "
             f"{args.feedback} (points and comments)"
@@ -189,8 +174,9 @@ _COMMENT = "  - your instructor's comment: "
 
 
 def add_comments(folder, records: list, decided: dict) -> list[Path]:
-    """Put each written answer's comment (the latest decision's) under its line in the
-    student's feedback (Markdown and HTML); return the files changed."""
+    """Put each written answer's comment (``decided``: (student key, assignment, grade_id) ->
+    the comment that stands) under its line in the student's feedback (Markdown and HTML);
+    return the files changed."""
     changed = []
     for rec in records:
         a = rec["assignment"]
@@ -204,9 +190,9 @@ def add_comments(folder, records: list, decided: dict) -> list[Path]:
                 continue  # replaced below by the latest comment
             new.append(line)
             m = re.match(r"- (\S+): written answer, graded by your instructor \[", line)
-            d = decided.get((student_key(rec["student_id"]), a, m.group(1))) if m else None
-            if d and d.get("comment"):
-                text = clean_text(d["comment"], max_chars=4000)
+            c = decided.get((student_key(rec["student_id"]), a, m.group(1))) if m else None
+            if c:
+                text = clean_text(c, max_chars=4000)
                 new.append(_COMMENT + text)
         if new != lines:
             gb.atomic_write(path, "\n".join(new))

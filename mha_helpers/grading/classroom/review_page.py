@@ -18,18 +18,18 @@ a JSON file the browser downloads (or the same JSON copied to the clipboard), th
      "decisions": [{"student_id": "1001", "sha256": "<sha256 of the answer text>",
                     "points": 1.5, "comment": "..."}]}
 
-Each decision names the exact answer it was given for (the sha256 of the answer's text, UTF-8):
+Each decision names the exact answer it was given for (the sha256 of the answer's text):
 a student who changes the answer later is pending again. Work in progress is kept in the
 browser's local storage, so closing the page loses nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 from dataclasses import dataclass, field
 
+from .gradebook_db import answer_sha256 as _db_sha256
 from .untrusted import clean_text
 
 __all__ = [
@@ -48,8 +48,9 @@ MAX_ANSWER_CHARS = 20_000  # an answer longer than this is shown cut (the whole 
 
 
 def answer_sha256(text: str) -> str:
-    """The key of an answer: the sha256 of its exact text (UTF-8)."""
-    return hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()
+    """The key of an answer: the gradebook's sha256 of its text (line endings and the space
+    around it ignored, :func:`.gradebook_db.answer_sha256`)."""
+    return _db_sha256(text)
 
 
 def group_key(text: str) -> str:
@@ -155,7 +156,7 @@ def review_page(
 ) -> str:
     """The review page's HTML for one question."""
     groups = group_answers(answers)
-    page_id = answer_sha256(
+    page_id = _db_sha256(
         grade_id + "\n" + "\n".join(sorted(f"{a.student_id}:{a.sha256}" for a in answers))
     )
     crit = (

@@ -1,20 +1,21 @@
 """The one place where ``mha-course review`` and ``mha-course report`` meet the gradebook and
 the submissions (an adapter: the rest of review and report works on plain data).
 
-* :func:`class_answers`: every counted submission's written answers and answer code, read from
-  the class's download the way the grader reads it (:func:`..sandbox.program.build_program`),
-  identities from the LMS layout and the roster as ``mha-course grade`` gives them.
-* :func:`save_results` / :func:`load_results`: what each question's verdict said (status,
-  points, the classic mistake the judge named), saved by ``mha-course grade`` beside the
-  gradebook as ``GRADEBOOK.results.json`` (the CSV keeps points only).
-* :func:`recorded_decisions` / :func:`record_decisions`: the instructor's written-answer
-  decisions (points and comment per answer, keyed to the sha256 of the answer's text), kept in
-  ``GRADEBOOK.decisions.json`` (append-only: every decision with its time and the file it came
-  from) and put into the gradebook's question column. A decision counts only for the exact
-  answer it was given for.
+Two back ends, chosen per gradebook:
 
-This implementation works on today's CSV gradebook; the gradebook database (issue 30) is meant
-to take its place behind the same functions.
+* **the gradebook database** (``GRADEBOOK.sqlite`` beside the CSV, :mod:`.gradebook_db`), when
+  it exists and has rows: the written answers' texts, the instructor's decisions (points and
+  comment, keyed to the sha256 of the answer's text: a changed answer is pending again) and
+  the verdicts' named mistakes come from it, decisions are recorded into it
+  (``record_manual``) and the CSV is rewritten from its view;
+* **the CSV gradebook** otherwise: the texts are read from the submissions
+  (:func:`class_answers`), decisions are kept in ``GRADEBOOK.decisions.json`` (append-only,
+  each with its time and origin) and put into the CSV's question column, and the verdicts'
+  details in ``GRADEBOOK.results.json``, which ``mha-course grade`` writes
+  (:func:`save_results`).
+
+:func:`class_answers` also gives the answer code the report compares, read from the class's
+download the way the grader reads it (:func:`..sandbox.program.build_program`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from .untrusted import clean_text, normalise_name
 
 __all__ = [
     "Submitted",
+    "uses_database",
+    "review_answers",
+    "comments_by_answer",
     "class_answers",
     "save_results",
     "load_results",
@@ -38,6 +42,7 @@ __all__ = [
     "record_decisions",
     "student_key",
     "solution_cells",
+    "verdict_results",
     "Recorded",
 ]
 
@@ -250,6 +255,99 @@ def recorded_decisions(gradebook) -> dict:
     return latest
 
 
+def uses_database(gradebook) -> bool:
+    """Whether the gradebook has a database with rows (else the CSV back end is used)."""
+    from .gradebook_db import Gradebook, db_path
+
+    if not db_path(gradebook).is_file():
+        return False
+    with Gradebook.open(gradebook, create=False) as db:
+        return not db.is_empty()
+
+
+def review_answers(gradebook, assignment: str, grade_id: str, subs=None) -> list:
+    """The answered written answers to one question as review :class:`.review_page.Answer`
+    objects, with the decision that stands for each text (and a note for a changed one)."""
+    from .review_page import Answer
+
+    out = []
+    if uses_database(gradebook):
+        from .gradebook_db import Gradebook
+
+        with Gradebook.open(gradebook, create=False) as db:
+            for w in db.written_answers(assignment, grade_id):
+                if not w.answered:
+                    continue
+                a = Answer(w.student_id, w.student, w.text, w.sha256)
+                if w.decision is not None:
+                    a.points, a.comment = float(w.decision.points), w.decision.comment
+                elif w.earlier is not None:
+                    a.note = _changed_note(w.earlier.points, w.earlier.created_at)
+                out.append(a)
+        return out
+    from ..rules.verdict import written_answered
+
+    decided = recorded_decisions(gradebook)
+    for s in subs or []:
+        text = s.written.get(grade_id)
+        if s.assignment != assignment or not written_answered(text):
+            continue
+        a = Answer(s.student_id, s.student, text)
+        old = decided.get((student_key(s.student_id), assignment, grade_id))
+        if old and old["sha256"] == a.sha256:
+            a.points, a.comment = float(old["points"]), old.get("comment", "")
+        elif old:
+            a.note = _changed_note(old["points"], old["at"])
+        out.append(a)
+    return out
+
+
+def _changed_note(points, when) -> str:
+    return (
+        f"the answer changed since it was scored ({float(points):g} points on "
+        f"{str(when)[:10]}): pending again"
+    )
+
+
+def comments_by_answer(gradebook) -> dict:
+    """(student key, assignment, grade_id) -> the comment that stands for the answer now."""
+    if uses_database(gradebook):
+        from .gradebook_db import Gradebook
+        from .gradebook_view import standing_manual
+
+        out = {}
+        with Gradebook.open(gradebook, create=False) as db:
+            decided = db.decisions_by_row()
+            for st in db.row_states():
+                mine = decided.get((st["key"], st["assignment"]), [])
+                for gid, (sha, _, _) in st["written"].items():
+                    d, _ = standing_manual(mine, gid, sha)
+                    if d is not None and d.comment:
+                        out[(st["key"], st["assignment"], gid)] = d.comment
+        return out
+    return {k: d.get("comment", "") for k, d in recorded_decisions(gradebook).items()}
+
+
+def verdict_results(gradebook) -> dict:
+    """(student key, assignment) -> {"questions": {grade_id: {"status", "points",
+    "mistake"}}}: the sidecar's when ``mha-course grade`` wrote one, else the database's."""
+    saved = load_results(gradebook)
+    if saved or not uses_database(gradebook):
+        return saved
+    from .gradebook_db import Gradebook
+
+    out: dict = {}
+    with Gradebook.open(gradebook, create=False) as db:
+        for r in db.results():
+            entry = out.setdefault((student_key(r.student_id), r.assignment), {"questions": {}})
+            entry["questions"][r.grade_id] = {
+                "status": r.status,
+                "points": r.points,
+                "mistake": r.mistake,
+            }
+    return out
+
+
 @dataclass
 class Recorded:
     recorded: int = 0
@@ -265,6 +363,8 @@ def record_decisions(gradebook, files: list, manual_ids: dict, current: dict | N
     the gradebook's columns and records (written when anything was recorded)."""
     from .review_decisions import DecisionsError, read_decisions
 
+    if uses_database(gradebook):
+        return _record_in_database(gradebook, files, manual_ids)
     out = Recorded()
     columns, records = gb.read_gradebook(gradebook)
     by_key = {gb.record_key(r): r for r in records if r.get("status") != "superseded"}
@@ -318,4 +418,56 @@ def record_decisions(gradebook, files: list, manual_ids: dict, current: dict | N
         qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
         gb.write_gradebook(records, gradebook, qids)
         gb.atomic_write(decisions_path(gradebook), json.dumps(log, indent=0) + "\n")
+    return out, columns, records
+
+
+def _record_in_database(gradebook, files: list, manual_ids: dict):
+    """:func:`record_decisions` on the gradebook database: each decision through
+    ``record_manual`` (which refuses a decision for a text that is no longer the answer),
+    then the CSV rewritten from the database's view."""
+    from .gradebook_db import DecisionError, Gradebook
+    from .review_decisions import DecisionsError, read_decisions
+
+    out = Recorded()
+    with Gradebook.open(gradebook, create=False) as db:
+        for f in files:
+            try:
+                meta, decisions = read_decisions(f, manual_ids)
+            except DecisionsError as exc:
+                out.problems.append(str(exc))
+                continue
+            a, gid = meta["assignment"], meta["grade_id"]
+            standing = {(student_key(w.student_id)): w for w in db.written_answers(a, gid)}
+            for d in decisions:
+                w = standing.get(student_key(d["student_id"]))
+                if (
+                    w is not None
+                    and w.decision is not None
+                    and (w.decision.answer_sha256, w.decision.points, w.decision.comment)
+                    == (d["sha256"], d["points"], d["comment"])
+                ):
+                    out.unchanged += 1
+                    continue
+                try:
+                    db.record_manual(
+                        d["student_id"],
+                        a,
+                        gid,
+                        d["sha256"],
+                        d["points"],
+                        d["comment"],
+                        origin=f"review {Path(f).name}",
+                    )
+                except DecisionError as exc:
+                    out.problems.append(f"{Path(f).name}: {exc}: not recorded")
+                    continue
+                out.recorded += 1
+                out.changed_keys.add((student_key(d["student_id"]), a))
+        records = db.view()
+    columns, _ = gb.read_gradebook(gradebook) if Path(gradebook).is_file() else ([], [])
+    if out.recorded:
+        qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
+        for r in records:
+            qids += [k for k in r if k not in qids and k not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
+        gb.write_gradebook(records, gradebook, qids)
     return out, columns, records
