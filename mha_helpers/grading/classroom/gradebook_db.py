@@ -473,9 +473,7 @@ class Gradebook:
         except (TypeError, ValueError):
             raise DecisionError(f"points {points!r} is not a number") from None
         if not 0 <= value <= float(w[1]):
-            raise DecisionError(
-                f"{value:g} points is outside 0..{float(w[1]):g} for {grade_id}"
-            )
+            raise DecisionError(f"{value:g} points is outside 0..{float(w[1]):g} for {grade_id}")
         if answer_sha256 != w[0]:
             raise DecisionError(
                 f"the written answer of {student_id} to {grade_id} is not the text scored "
@@ -506,7 +504,9 @@ class Gradebook:
         stamp = now()
         by_key = {}
         for row in rows:
-            by_key[(student_key(row.get("student_id") or row["student"]), row["assignment"] or "")] = row
+            by_key[
+                (student_key(row.get("student_id") or row["student"]), row["assignment"] or "")
+            ] = row
         with self.transaction():
             for rec in records:
                 key = (student_key(rec["student_id"]), rec["assignment"] or "")
