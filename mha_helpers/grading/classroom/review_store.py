@@ -353,7 +353,9 @@ class Recorded:
     recorded: int = 0
     unchanged: int = 0
     problems: list = field(default_factory=list)
-    changed_keys: set = field(default_factory=set)  # gradebook record keys changed
+    # the gradebook record keys of the decisions read (recorded now or already): their
+    # feedback files are brought up to date
+    changed_keys: set = field(default_factory=set)
 
 
 def record_decisions(gradebook, files: list, manual_ids: dict, current: dict | None = None):
@@ -398,6 +400,7 @@ def record_decisions(gradebook, files: list, manual_ids: dict, current: dict | N
             )
             if same and rec.get(gid) not in ("", "pending", None):
                 out.unchanged += 1
+                out.changed_keys.add(gb.record_key(rec))  # its feedback is refreshed too
                 continue
             gb._set_manual(rec, gid, d["points"], manual_ids[a][gid])
             entry = {
@@ -447,6 +450,7 @@ def _record_in_database(gradebook, files: list, manual_ids: dict):
                     == (d["sha256"], d["points"], d["comment"])
                 ):
                     out.unchanged += 1
+                    out.changed_keys.add((student_key(d["student_id"]), a))
                     continue
                 try:
                     db.record_manual(
