@@ -123,10 +123,13 @@ def _card(i: int, g: Group, max_points: float) -> str:
     )
     size = len(g.answers)
     title = f"{size} students gave this answer" if size > 1 else "1 student"
+    by_note: dict = {}
+    for a in g.answers:
+        if a.note:
+            by_note.setdefault(a.note, []).append(clean_text(a.student, max_chars=120))
     notes = "".join(
-        f"<p class='note'>{_esc(clean_text(a.student, max_chars=120))}: {_esc(a.note)}</p>"
-        for a in g.answers
-        if a.note
+        f"<p class='note'>{_esc('; '.join(names))}: {_esc(note)}</p>"
+        for note, names in by_note.items()
     )
     value = "" if points is None else f"{points:g}"
     return (

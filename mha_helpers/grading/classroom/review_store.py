@@ -288,16 +288,24 @@ def review_answers(gradebook, assignment: str, grade_id: str, subs=None) -> list
     from ..rules.verdict import written_answered
 
     decided = recorded_decisions(gradebook)
+    _, records = gb.read_gradebook(gradebook)
+    in_book = {
+        gb.record_key(r): r.get(grade_id, "") for r in records if r["assignment"] == assignment
+    }
     for s in subs or []:
         text = s.written.get(grade_id)
         if s.assignment != assignment or not written_answered(text):
             continue
         a = Answer(s.student_id, s.student, text)
-        old = decided.get((student_key(s.student_id), assignment, grade_id))
+        key = student_key(s.student_id)
+        old = decided.get((key, assignment, grade_id))
         if old and old["sha256"] == a.sha256:
             a.points, a.comment = float(old["points"]), old.get("comment", "")
         elif old:
             a.note = _changed_note(old["points"], old["at"])
+        elif in_book.get((key, assignment), "") not in ("", "pending"):
+            a.points = gb.to_float(in_book[(key, assignment)])  # merged from a --manual CSV
+            a.note = "scored in the gradebook (a --manual CSV); a new score here replaces it"
         out.append(a)
     return out
 
