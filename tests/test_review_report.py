@@ -353,3 +353,39 @@ def test_the_worksheet_comment_carries_the_hints_escaped_and_within_the_limit():
     cut = worksheet_comment(long)
     assert len(cut.encode()) <= 60_000 and CUT_NOTE in cut
     assert cut.count("<ul>") == cut.count("</ul>")
+
+
+def test_points_merged_from_a_manual_csv_show_as_scored_on_the_page(tmp_path):
+    book = tmp_path / "gradebook.csv"
+    records = [_record(s, n) for s, (n, _) in TEXTS.items()]
+    records[2].update({Q: "1", "pending": "0", "total": "2"})  # 1003, from --manual
+    gb.write_gradebook(records, book, QIDS)
+    answers = {a.student_id: a for a in review_answers(book, A, Q, SUBS)}
+    assert answers["1003"].points == 1.0 and "--manual" in answers["1003"].note
+    assert answers["1001"].points is None
+
+
+def test_the_report_page_has_its_figures_beside_it_with_alt_text_and_escapes_names(tmp_path):
+    from mha_helpers.grading.classroom.assignments import load_templates
+    from mha_helpers.grading.classroom.class_report import write_reports
+    from mha_helpers.grading.course import find_course
+
+    course = find_course()
+    book = tmp_path / "gradebook.csv"
+    records = [_record(s, n) for s, (n, _) in TEXTS.items()]
+    records[3].update(student="<img src=x onerror=alert(1)>", status="timeout", late="yes")
+    gb.write_gradebook(records, book, QIDS)
+    rows = [
+        _row(s, n, t, "number of heads" if s == "1002" else None) for s, (n, t) in TEXTS.items()
+    ]
+    save_results(rows, book)
+    (page,) = write_reports(book, load_templates(course), [], tmp_path / "report", course)
+    text = page.read_text()
+    for svg in ("scores.svg", "full_marks.svg", "mistakes.svg"):
+        assert (page.parent / svg).read_text().lstrip().startswith("<?xml")
+        alt = re.search(rf"<img src='{svg}' alt='([^']+)'", text)
+        assert alt and len(alt.group(1)) > 40, svg
+    assert "q03_d_head, number of heads: 1" in text  # the tally, in the alt text and table
+    assert "<img src=x" not in text and "&lt;img src=x" in text
+    assert "prefers-color-scheme:dark" in text
+    assert "Not compared" in text  # no submissions given: said, not silently empty
