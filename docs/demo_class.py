@@ -349,9 +349,9 @@ try:
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         for scheme in ("light", "dark"):
-            page = b.new_page(viewport={"width": 1000, "height": 1300}, color_scheme=scheme)
+            page = b.new_page(viewport={"width": 900, "height": 1250}, color_scheme=scheme)
             page.goto((DEMO / "report" / "03_concatenate_and_project" / "report.html").as_uri())
-            page.screenshot(path=str(SHOTS / f"class-report-{scheme}.png"), full_page=True)
+            page.screenshot(path=str(SHOTS / f"class-report-{scheme}.png"))
         b.close()
 except ImportError:
     pass

@@ -7,8 +7,8 @@ keyboard and the buttons, adds a comment, downloads the decisions file, records 
 student's feedback. A hostile answer (HTML and script) must show as text and run nothing.
 
 Skips, with the reason, where Chromium, Playwright or the sandbox is missing, except in CI
-(``CI=true``), where such a skip fails. The screenshots for the instructor guide are taken here
-too when ``MHA_SCREENSHOTS_DIR`` is set (``make screenshots``).
+(``CI=true``), where such a skip fails. (The guide's screenshots of the page are taken by
+docs/demo_class.py, ``make screenshots``.)
 """
 
 from __future__ import annotations
@@ -126,11 +126,6 @@ def test_scoring_a_group_and_two_answers_in_the_browser_reaches_gradebook_and_fe
     other = [c for c in other if "2 students" not in c.inner_text()][0]
     other.locator("button.zero").click()
     expect(page.locator("#done")).to_have_text("4")
-    if os.environ.get("MHA_SCREENSHOTS_DIR"):
-        shots = Path(os.environ["MHA_SCREENSHOTS_DIR"])
-        shots.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(shots / "review-page.png"), full_page=False)
-
     with page.expect_download() as download:
         page.click("#download")
     saved = tmp_path / download.value.suggested_filename
