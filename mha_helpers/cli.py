@@ -20,6 +20,11 @@ For instructors (inside the course folder, or with --course DIR):
     mha-course review --record DECISIONS.json --gradebook GRADEBOOK.csv [--feedback DIR]
     mha-course report [PATH ...] --gradebook GRADEBOOK.csv --out DIR  the class at a glance
     mha-course feedback-zip --to canvas|moodle --gradebook GRADEBOOK.csv --feedback DIR --out F.zip
+    mha-course pending GRADEBOOK.csv    the written answers waiting to be scored
+    mha-course adjust GRADEBOOK.csv STUDENT_ID ASSIGNMENT POINTS --reason TEXT
+    mha-course extend GRADEBOOK.csv STUDENT_ID ASSIGNMENT [--waive] --reason TEXT
+    mha-course remove GRADEBOOK.csv STUDENT_ID ASSIGNMENT --reason TEXT
+    mha-course merge GRADEBOOK.csv OTHER.sqlite ...   (one database per grader)
 
 Exit status: 0 success; 1 something needs a look (a row that is not ok, a failing check);
 2 a usage error (nothing written).
@@ -130,7 +135,7 @@ def _cmd_grade(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from .grading.classroom.commands import export_command
+    from .grading.classroom.export import export_command
 
     return export_command(args)
 
@@ -152,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_grade(sub)
     _add_export(sub)
     _add_validate(sub)
+    _add_decisions(sub)
     _add_review(sub)
     return parser
 
@@ -254,6 +260,7 @@ def _add_grade(sub) -> None:
         help="late policy: a late submission's score is its points times F (0 to 1); "
         "remembered in the gradebook",
     )
+    _add_gradebook_options(p)
     p.add_argument(
         "--unsafe-no-sandbox",
         action="store_true",
@@ -261,6 +268,21 @@ def _add_grade(sub) -> None:
         "and change your files); only for submissions you trust",
     )
     p.set_defaults(func=_cmd_grade)
+
+
+def _add_gradebook_options(p) -> None:
+    """The options of every command that changes the gradebook."""
+    p.add_argument(
+        "--import-edits",
+        action="store_true",
+        help="keep changes typed into the gradebook CSV by hand as decisions (without it, a "
+        "command refuses to run while the CSV holds changes of yours)",
+    )
+    p.add_argument(
+        "--grader",
+        metavar="NAME",
+        help="who is deciding, recorded with every decision (default: your user name)",
+    )
 
 
 def _add_export(sub) -> None:
@@ -300,7 +322,74 @@ def _add_export(sub) -> None:
         help="Moodle: put each student's feedback (verdicts, hints, comments) from DIR into "
         "the worksheet's Feedback comments",
     )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace grades, EX (excused) and feedback comments the LMS already holds "
+        "(without it they are kept and every conflict is listed)",
+    )
+    p.add_argument(
+        "--column",
+        action="append",
+        metavar="ASSIGNMENT=COLUMN",
+        help="the LMS column of an assignment, as in the roster's header (repeatable)",
+    )
+    p.add_argument(
+        "--scale",
+        action="store_true",
+        help="Canvas: scale grades to the assignment's points possible (Moodle always scales "
+        "to the worksheet's maximum grade)",
+    )
     p.set_defaults(func=_cmd_export)
+
+
+def _cmd_decision(args) -> int:
+    from .grading.classroom.gradebook_commands import decision_command
+
+    return decision_command(args)
+
+
+def _cmd_pending(args) -> int:
+    from .grading.classroom.gradebook_commands import pending_command
+
+    return pending_command(args)
+
+
+def _cmd_merge(args) -> int:
+    from .grading.classroom.gradebook_commands import merge_command
+
+    return merge_command(args)
+
+
+def _decision_parser(sub, name: str, help_text: str):
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("gradebook", type=Path, help="the gradebook CSV (its .sqlite beside it)")
+    if name in ("adjust", "extend", "remove"):
+        p.add_argument("student_id", help="the student's id as in the gradebook's student_id")
+        p.add_argument("assignment", help="the assignment, as in the gradebook")
+    _add_course_option(p)
+    _add_gradebook_options(p)
+    return p
+
+
+def _add_decisions(sub) -> None:
+    p = _decision_parser(sub, "adjust", "add points to (or take them from) one row's score")
+    p.add_argument("points", type=float, help="the change of the score: -2 or 1.5")
+    p.add_argument("--reason", required=True, help="why (recorded, shown in the notes)")
+    p.set_defaults(func=_cmd_decision)
+    p = _decision_parser(sub, "extend", "count late work as on time (--waive: excuse the student)")
+    p.add_argument("--waive", action="store_true", help="excuse the student from the assignment")
+    p.add_argument("--reason", required=True, help="why (recorded, shown in the notes)")
+    p.set_defaults(func=_cmd_decision)
+    p = _decision_parser(sub, "remove", "remove a stray row (a record of it is kept)")
+    p.add_argument("--reason", required=True, help="why (recorded)")
+    p.set_defaults(func=_cmd_decision)
+    p = _decision_parser(sub, "pending", "list the written answers waiting to be scored")
+    p.add_argument("--assignment", help="only this assignment")
+    p.set_defaults(func=_cmd_pending)
+    p = _decision_parser(sub, "merge", "merge other graders' gradebook databases into this one")
+    p.add_argument("others", nargs="+", type=Path, help="their .sqlite (or gradebook .csv) files")
+    p.set_defaults(func=_cmd_merge)
 
 
 def _add_validate(sub) -> None:

@@ -212,7 +212,13 @@ LAYERS = (
     ("the public names", [G]),
     (
         "the command line",
-        ["mha_helpers.cli", f"{G}.classroom.commands", f"{G}.classroom.review_cli"],
+        [
+            "mha_helpers.cli",
+            f"{G}.classroom.commands",
+            f"{G}.classroom.gradebook_commands",
+            f"{G}.classroom.export",
+            f"{G}.classroom.review_cli",
+        ],
     ),
     ("review, report and feedback archives", [f"{G}.classroom.review_commands"]),
     (
@@ -251,9 +257,10 @@ LAYERS = (
         "7. outputs",
         [
             f"{G}.classroom.feedback",
-            f"{G}.classroom.gradebook",
+            f"{G}.classroom.gradebook_store",
             f"{G}.classroom.gradebook_db",
             f"{G}.classroom.gradebook_view",
+            f"{G}.classroom.gradebook",
             f"{G}.classroom.lms",
         ],
     ),

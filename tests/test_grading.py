@@ -810,7 +810,7 @@ def test_feedback_names_passed_failed_and_written_questions(batch):
     text = (batch["feedback"] / "bare_reshape.md").read_text(encoding="utf-8")
     assert "- q03_d_head: passed [1/1]" in text
     assert "- q03_concat_project: not yet [0/4]" in text
-    assert "q03_explain: written answer, to be graded by your instructor" in text
+    assert "q03_explain: written answer, pending: to be graded by your instructor" in text
     html = (batch["feedback"] / "bare_reshape.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "http" not in html
 

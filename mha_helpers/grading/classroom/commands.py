@@ -10,6 +10,7 @@ is written).
 from __future__ import annotations
 
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -20,11 +21,12 @@ from ..course import Course, find_course
 from ..sandbox import bubblewrap, process
 from . import feedback
 from . import gradebook as gb
+from . import gradebook_store as store
 from .assignments import load_templates
 from .collect import Submission, collect
 from .grade import Options, grade_submissions
-from .lms import Roster, RosterError, export_canvas, export_moodle, read_roster
-from .lms_feedback import moodle_comments
+from .gradebook_view import standing_manual, view_records
+from .lms import Roster, RosterError, read_roster
 from .row import row_key
 from .untrusted import clean_text, normalise_name, safe_console
 
@@ -75,28 +77,114 @@ def _grade_command(args) -> int:
         a: {q.grade_id: float(q.points) for q in t.questions if q.kind == "manual"}
         for a, t in templates.items()
     }
+    origin = store.origin_of("grade", getattr(args, "grader", None))
+    db = _open_db(args, setup, manual_ids, origin)
+    if isinstance(db, str):
+        print(f"mha-course grade: {db}", file=sys.stderr)
+        return 2
+    try:
+        return _grade_into(args, setup, db, templates, manual_ids, origin)
+    finally:
+        db.close()
+
+
+def _open_db(args, setup: _Setup, manual_ids: dict, origin: str):
+    """The gradebook database beside ``--out`` (a CSV of before the database imported into
+    it), once the CSV is known to hold no hand edits (or they are imported); the existing
+    rows become ``setup.old_records``. Returns what to say instead when it cannot be used."""
+    try:
+        db, imported = store.open_for_csv(setup.out, manual_ids, origin)
+    except (ValueError, OSError, sqlite3.Error) as exc:
+        return f"--out {setup.out}: {exc} (nothing was written)"
+    try:
+        refusal, lines = store.check_edits(
+            db, setup.out, getattr(args, "import_edits", False), manual_ids, origin
+        )
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        refusal, lines = f"--out {setup.out}: {exc}; nothing was written", []
+    if refusal:
+        db.close()
+        return refusal
+    for line in ([imported] if imported else []) + lines:
+        print(line)
+    setup.old_records = [st["record"] for st in db.row_states()]
+    return db
+
+
+def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, origin) -> int:
+    """Grade, store the run in the database, merge ``--manual``, rewrite the CSV view, write
+    the feedback and print what needs a look."""
     t0 = time.perf_counter()
     rows, layouts, expected = _graded_rows(setup, templates, args)
     records, counts = _merged_records(setup, rows, templates, expected, manual_ids)
+    db.store(rows, records, manual_ids, origin)
     problems: list = []
     merged = 0
     changed: set = set()
     if args.manual:
-        merged, problems, changed = gb.apply_manual(records, args.manual, manual_ids)
-    _sync_rows(rows, records, templates)
-    _write_gradebook(records, setup, templates, counts)
+        merged, problems, changed = _manual_decisions(db, args.manual, manual_ids, origin)
+    view = store.write_view(db, setup.out, templates)
     if rows:  # the verdicts' details (mistakes named) for mha-course report
         from .review_store import save_results
 
         save_results(rows, setup.out)
-    unwritten = _write_feedback(args, rows, records, changed, manual_ids)
+    print(
+        f"wrote {setup.out}: {counts['added']} rows added, {counts['replaced']} replaced, "
+        f"{counts['kept']} kept"
+    )
+    comments = _sync_rows(rows, db, templates)
+    unwritten = _write_feedback(args, rows, view, changed, manual_ids, comments)
     _print_summary(args, setup, rows, layouts, templates, time.perf_counter() - t0)
     if args.manual:
         print(f"manual scores: {merged} merged from {args.manual}")
         for p in problems:
             print(f"  not merged: {p}")
     bad = _print_rows_to_look_at(rows)
+    print_pending(db, setup.out)
     return 1 if bad or problems or unwritten else 0
+
+
+def _manual_decisions(db, path, manual_ids: dict, origin: str) -> tuple[int, list, set]:
+    """``--manual``: each line's points become a decision for the answer text the row has
+    now (they stand while it is unchanged). Returns (lines merged, problems, keys changed)."""
+    view = db.view()
+    found, problems = gb.manual_targets(view, path, manual_ids)
+    states = {(st["key"], st["assignment"]): st for st in db.row_states()}
+    decided = db.decisions_by_row()
+    changed: set = set()
+    with db.transaction():
+        for targets, gid, value, comment in found:
+            for rec in targets:
+                key = gb.record_key(rec)
+                st = states[key]
+                sha = st["written"][gid][0]
+                standing, _ = standing_manual(decided.get(key, []), gid, sha)
+                if standing and standing.points == value and standing.comment == comment:
+                    continue  # the same points again: nothing new to record
+                db.add_decision(
+                    "manual", rec["student_id"], rec["assignment"], grade_id=gid,
+                    answer_sha256=sha, points=value, comment=comment,
+                    origin=f"{origin}, {Path(path).name}",
+                )  # fmt: skip
+                changed.add(key)
+    return len(found), problems, changed
+
+
+def print_pending(db, out) -> None:
+    """Say how many written answers wait for the instructor (and list the changed ones)."""
+    waiting = db.pending()
+    if not waiting:
+        return
+    changed = [w for w in waiting if w.status == "changed"]
+    print(
+        f"{len(waiting)} written answer(s) pending ({len(changed)} changed since they were "
+        f"scored); list them: mha-course pending {out}"
+    )
+    for w in changed:
+        print(
+            f"  changed: {w.student} [{w.student_id}] {w.assignment} {w.grade_id}: "
+            f"{w.earlier.points:g} points were for an earlier text; pending again"
+        )
 
 
 def _setup(args) -> _Setup | str:
@@ -186,8 +274,8 @@ def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_
         )
     factor = 1.0 if late_factor is None else late_factor
     new_records = [_record(gb, r, factor) for r in rows]
-    records, counts = gb.merge_rows(
-        new_records, setup.old_records, manual_ids, keep_names=setup.roster is None
+    records, counts = gb.merge_rows(  # written-answer points are decisions, not carried
+        new_records, setup.old_records, {}, keep_names=setup.roster is None
     )
     if setup.roster is not None:
         extra = roster_missing(records, setup.roster, sorted(expected), templates)
@@ -201,27 +289,9 @@ def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_
     return records, counts
 
 
-def _write_gradebook(records: list, setup: _Setup, templates: dict, counts: dict) -> None:
-    """Write the gradebook: a column per question of every assignment in it, in the course's
-    order, then the old gradebook's other question columns."""
-    qids = []
-    for a in sorted({r["assignment"] for r in records if r["assignment"]}):
-        qids += [
-            q.grade_id
-            for q in (templates[a].questions if a in templates else [])
-            if q.grade_id not in qids
-        ]
-    qids += [
-        c for c in setup.old_columns if c not in qids and c not in gb.FIXED_BEFORE + gb.FIXED_AFTER
-    ]
-    gb.write_gradebook(records, setup.out, qids)
-    print(
-        f"wrote {setup.out}: {counts['added']} rows added, {counts['replaced']} replaced, "
-        f"{counts['kept']} kept"
-    )
-
-
-def _write_feedback(args, rows: list, records: list, changed: set, manual_ids: dict) -> list:
+def _write_feedback(
+    args, rows: list, records: list, changed: set, manual_ids: dict, comments=None
+) -> list:
     """Write this run's feedback, and refresh the written-answer points of earlier feedback
     that ``--manual`` changed. Returns ``(student, assignment, why)`` of the files that could
     not be written."""
@@ -244,6 +314,7 @@ def _write_feedback(args, rows: list, records: list, changed: set, manual_ids: d
                 if gb.record_key(r) in changed and gb.record_key(r) not in graded_now
             ],
             manual_ids,
+            comments,
         )
         if refreshed:
             print(f"refreshed the written-answer points in {len(refreshed)} feedback file(s)")
@@ -455,26 +526,30 @@ def roster_missing(records: list, roster, assignments: list, templates: dict) ->
     return extra
 
 
-def _sync_rows(rows, records, templates):
-    """Copy merged written-answer points back into this run's rows (for the feedback)."""
-    by_key = {gb.record_key(r): r for r in records}
+def _sync_rows(rows, db, templates) -> dict:
+    """Copy the gradebook's view (the instructor's decisions applied) back into this run's
+    rows, for the feedback. Returns the written-answer comments by record key."""
+    by_key = {gb.record_key(r): (r, c, n) for r, c, n in view_records(db, with_comments=True)}
     for row in rows:
-        rec = by_key.get(row_key(row))
+        rec, comments, notes = by_key.get(row_key(row), (None, [], []))
         t = templates.get(row["assignment"])
         if rec is None:
             continue
         row["student"] = rec["student"]  # the roster's name, kept by a regrade without one
         row["late_factor"] = float(rec.get("late_factor") or 1)
+        row["late"] = rec.get("late") == "yes"
+        row["status"] = rec.get("status", row["status"])
+        row["notes"] = list(row["notes"]) + [n for n in notes if n not in row["notes"]]
         if t is None or row["status"] == "missing":
             continue
-        for q in t.questions:
-            value = rec.get(q.grade_id)
-            d = row["questions"].get(q.grade_id)
-            if q.kind == "manual" and d is not None and value not in (None, "", "pending"):
-                d.update(status="scored", points=float(value))
-                row["points"][q.grade_id] = float(value)
+        for gid, points, comment in comments:
+            d = row["questions"].get(gid)
+            if d is not None:
+                d.update(status="scored", points=float(points), comment=comment)
+                row["points"][gid] = float(points)
         row["total"] = float(rec["total"] or 0)
         row["pending"] = float(rec["pending"] or 0)
+    return {k: {g: c for g, _, c in v[1] if c} for k, v in by_key.items()}
 
 
 def check_solutions(course=None, timeout: float = 120.0) -> int:
@@ -521,82 +596,3 @@ def check_solutions(course=None, timeout: float = 120.0) -> int:
             if not n.startswith("graded WITHOUT"):
                 print(f"       note: {n}")
     return 1 if failed or problems else 0
-
-
-def export_command(args) -> int:
-    """``mha-course export GRADEBOOK --to canvas|moodle --roster FILE --out FILE``: exit 0 when
-    every roster student's grade was written, 1 when something needs a look (a student or an
-    assignment not matched, written answers still pending), 2 for a usage error."""
-
-    def usage(message):
-        print(f"mha-course export: {message}", file=sys.stderr)
-        return 2
-
-    book = Path(args.gradebook)
-    if not book.is_file():
-        return usage(f"no such gradebook: {book} (nothing was written)")
-    try:
-        columns, records = gb.read_gradebook(book)
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        return usage(f"{book}: {exc}")
-    try:
-        roster = read_roster(args.roster)
-    except (RosterError, OSError) as exc:
-        return usage(f"--roster: {exc}")
-    if roster.kind != args.to:
-        return usage(
-            f"--to {args.to} needs a {args.to} roster; {args.roster} is a {roster.kind} "
-            + ("gradebook export" if roster.kind == "canvas" else "grading worksheet")
-        )
-    factor = getattr(args, "late_factor", None)
-    if factor is not None:
-        if not 0 <= factor <= 1:
-            return usage(f"--late-factor {factor:g}: give a factor from 0 to 1")
-        for rec in records:
-            gb.set_late_factor(rec, factor)
-    assignments = sorted({r["assignment"] for r in records if r["assignment"]})
-    if args.assignment:
-        unknown = [a for a in args.assignment if a not in assignments]
-        if unknown:
-            return usage(f"--assignment {', '.join(unknown)}: not in {book}")
-        assignments = list(args.assignment)
-    if not assignments:
-        return usage(f"{book} has no graded assignment to export")
-    if args.to == "moodle" and len(assignments) != 1:
-        return usage(
-            "a Moodle worksheet is one assignment's: choose it with --assignment "
-            f"(one of {', '.join(assignments)})"
-        )
-    qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
-    if args.to == "canvas":
-        text, problems = export_canvas(records, roster, assignments)
-    else:
-        comments = moodle_comments(records, getattr(args, "feedback", None), assignments[0])
-        text, problems = export_moodle(records, roster, assignments[0], qids, comments)
-    pending = [
-        r for r in records if r["assignment"] in assignments and gb.to_float(r.get("pending")) > 0
-    ]
-    if pending:
-        problems.append(
-            f"{len(pending)} row(s) still have written answers to score (pending): their "
-            "exported grade leaves those points out"
-        )
-    gb.atomic_write(Path(args.out), text)
-    ids = {s.id for s in roster.students}
-    filled = sum(
-        1
-        for r in records
-        if r["assignment"] in assignments
-        and r["student_id"] in ids
-        and r.get("status") not in ("missing", "superseded")
-        and r.get("score", "") != ""
-    )
-    print(
-        f"wrote {args.out}: {args.to} {'gradebook import' if args.to == 'canvas' else 'grading worksheet'}"
-        f" for {len(roster.students)} students, {len(assignments)} assignment(s) "
-        f"({', '.join(assignments)}); {filled} grades filled, "
-        f"{len(roster.students) * len(assignments) - filled} left empty (no submission)"
-    )
-    for p in problems:
-        print(f"  note: {p}")
-    return 1 if problems else 0

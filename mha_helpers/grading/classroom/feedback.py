@@ -46,6 +46,7 @@ STATUSES = {
     "too-large": "larger than the size limit; not opened",
     "old-format": "a notebook format that could not be converted",
     "missing": "no submission for this assignment (see notes)",
+    "excused": "excused from this assignment by the instructor (no grade)",
     "grader-error": "the grader itself failed on this submission (a bug: please report it)",
 }
 
@@ -67,7 +68,7 @@ def safe_name(student: str) -> str:
 def _verdict_word(d) -> str:
     return {
         "passed": "passed",
-        "manual": "written answer, to be graded by your instructor",
+        "manual": "written answer, pending: to be graded by your instructor",
         "scored": "written answer, graded by your instructor",
         "unanswered": "no written answer",
         "not-attempted": "not attempted",
@@ -97,7 +98,9 @@ def _lines(row: dict) -> list[str]:
         lines.append(f"- {gid}: {_verdict_word(d)} [{pts}]")
         if d["status"] not in ("passed", "manual", "scored") and d.get("message"):
             lines.append(f"  - {d['message']}")
-        if d.get("hint") and d["status"] != "passed":
+        if d["status"] == "scored" and d.get("comment"):
+            lines.append(f"  - your instructor's comment: {d['comment']}")
+        if d.get("hint") and d["status"] not in ("passed", "scored"):
             lines.append(f"  - hint: {d['hint']}")
     if row["notes"]:
         lines += ["", "Notes:"] + [f"- {n}" for n in row["notes"]]
@@ -213,26 +216,37 @@ def _write_feedback_row(folder, r: dict, used: dict) -> Path:
     return path
 
 
-def refresh_feedback(folder, records: list, manual_ids: dict) -> list[Path]:
-    """After ``--manual``: put the written-answer points now in ``records`` into their
-    students' existing feedback files (Markdown and HTML); return the files changed."""
+def refresh_feedback(folder, records: list, manual_ids: dict, comments=None) -> list[Path]:
+    """After ``--manual``: put the written-answer points (and the instructor's comments,
+    ``comments`` {record key: {grade_id: text}}) now in ``records`` into their students'
+    existing feedback files (Markdown and HTML); return the files changed."""
     changed = []
+    comments = comments or {}
     for rec in records:
         a = rec["assignment"]
         path = Path(folder) / a / f"{feedback_stem(rec['student_id'], rec['student'])}.md"
         if not a or not path.is_file():
             continue
         lines = path.read_text(encoding="utf-8").split("\n")
+        said = comments.get((normalise_name(rec["student_id"]).casefold(), a), {})
         new = []
         for line in lines:
-            m = re.match(r"- (\S+): written answer, (?:to be )?graded by your instructor \[", line)
+            m = re.match(
+                r"- (\S+): written answer, (?:pending: )?(?:to be )?graded by your instructor \[",
+                line,
+            )
             gid = m.group(1) if m else None
             value = rec.get(gid) if gid else None
+            if line.startswith("  - your instructor's comment: "):
+                continue  # written again below its question
             if gid in manual_ids.get(a, {}) and value not in (None, "", "pending"):
                 line = (
                     f"- {gid}: written answer, graded by your instructor "
                     f"[{to_float(value):g}/{manual_ids[a][gid]:g}]"
                 )
+                if said.get(gid):
+                    new.append(line)
+                    line = f"  - your instructor's comment: {clean_text(said[gid])}"
             elif line.startswith("Score: "):
                 line = _score_line(
                     to_float(rec["total"]), to_float(rec["max"]), to_float(rec["pending"])

@@ -31,6 +31,7 @@ limit, a timeout) it runs again without that step, so the other answers still co
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import sys
 import threading
@@ -101,10 +102,21 @@ def grade_submission(sub: Submission, templates: dict, opts: Options, seed: int)
     except Exception as exc:  # never crash the batch
         row = ungraded_row(sub, "grader-error", [f"{type(exc).__name__}: {exc}"[:300]])
     row["timing"]["wall"] = round(time.time() - t0, 4)
+    row["submitted"] = _file_facts(Path(sub.path))
     if not opts.isolate:
         row["notes"].append(UNISOLATED_NOTE)
     row["notes"] = [without_paths(n, sub) for n in row["notes"]]
     return row
+
+
+def _file_facts(path: Path) -> dict:
+    """The graded file's size, sha256 and time (for the gradebook database)."""
+    try:
+        data = path.read_bytes()
+        mtime = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
+        return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "mtime": mtime}
+    except OSError:
+        return {}
 
 
 def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
@@ -132,7 +144,9 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         "wall": 0.0,
         "attempts": run.attempts,
     }
-    return graded_row(sub, assignment, t.questions, details, flags | verdict_flags, notes, timing)
+    row = graded_row(sub, assignment, t.questions, details, flags | verdict_flags, notes, timing)
+    row["written"] = dict(program.written)  # the answers' own text (hashed by the gradebook)
+    return row
 
 
 # --- run in the sandbox, again without the step that killed the program ----------------------
@@ -386,14 +400,32 @@ def grade_submissions(
 
     def one(sub):
         # The trust boundary for text: every string of the row is cleaned here, once.
-        row = clean_row(grade_submission(sub, templates, opts, seed))
+        raw = grade_submission(sub, templates, opts, seed)
+        kept = {k: raw.pop(k) for k in ("written", "submitted") if k in raw}
+        row = clean_row(raw)
         bar.step(clean_text(sub.student, max_chars=40))
-        return row
+        return row, kept
 
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-        rows = list(pool.map(one, subs))
+        done = list(pool.map(one, subs))
+    rows = [r for r, _ in done]
     resolve_copies(rows, subs, picks)
-    return [clean_row(r) for r in rows]
+    return [_with_answers(clean_row(r), kept) for r, (_, kept) in zip(rows, done)]
+
+
+def _with_answers(row: dict, kept: dict) -> dict:
+    """A cleaned row with its written answers (line breaks kept, bounded) and its file's
+    facts put back: the gradebook hashes the text as the student wrote it."""
+    written = kept.get("written") or {}
+    row["written"] = {
+        clean_text(g, max_chars=200): clean_text(t, max_chars=100_000, keep_newlines=True)
+        for g, t in written.items()
+        if isinstance(t, str)
+    }
+    row["submitted"] = {
+        k: v for k, v in (kept.get("submitted") or {}).items() if isinstance(v, int | str)
+    }
+    return row
 
 
 def grade_paths(

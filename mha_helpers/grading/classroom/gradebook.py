@@ -34,6 +34,7 @@ __all__ = [
     "read_gradebook",
     "merge_rows",
     "apply_manual",
+    "manual_targets",
     "summary_text",
     "atomic_write",
     "record_key",
@@ -144,19 +145,24 @@ def set_late_factor(rec: dict, factor: float) -> None:
 
 
 def read_gradebook(path) -> tuple[list[str], list[dict]]:
-    """Columns and records of an existing gradebook (apostrophes added on writing removed)."""
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        columns = list(reader.fieldnames or [])
-        records = []
-        for rec in reader:
-            records.append(
-                {
-                    k: (v[1:] if isinstance(v, str) and v.startswith("'") else (v or ""))
-                    for k, v in rec.items()
-                    if k is not None
-                }
-            )
+    """Columns and records of an existing gradebook (apostrophes added on writing removed).
+
+    A gradebook re-saved by a spreadsheet is read too: a byte-order mark, ``;`` or tab between
+    fields, and decimal commas in the number columns (``8,5`` is read as ``8.5``)."""
+    text = Path(path).read_text(encoding="utf-8-sig")
+    first = text.split("\n", 1)[0]
+    delimiter = max(",;\t", key=lambda d: len(next(csv.reader([first], delimiter=d), [])))
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    columns = list(reader.fieldnames or [])
+    records = []
+    for rec in reader:
+        records.append(
+            {
+                k: _decimal_point(v[1:] if isinstance(v, str) and v.startswith("'") else (v or ""))
+                for k, v in rec.items()
+                if k is not None
+            }
+        )
     old_layout = columns[:2] == OLD_BEFORE and {"total", "max", "status", "notes"} <= set(columns)
     if not old_layout and (columns[:3] != FIXED_BEFORE or not set(FIXED_AFTER) <= set(columns)):
         raise ValueError(
@@ -171,6 +177,12 @@ def read_gradebook(path) -> tuple[list[str], list[dict]]:
             rec.setdefault("file", "")
             rescore(rec)
     return columns, records
+
+
+def _decimal_point(text: str) -> str:
+    """``8,5`` -> ``8.5`` (a number as a spreadsheet in many locales writes it); other text as
+    it is."""
+    return text.replace(",", ".") if re.fullmatch(r"-?\d+,\d+", text or "") else text
 
 
 def record_key(rec) -> tuple:
@@ -231,67 +243,81 @@ def _set_manual(rec: dict, gid: str, points, maximum: float):
     rescore(rec)
 
 
-def apply_manual(records: list, path, manual_ids: dict) -> tuple[int, list[str], set]:
-    """Merge ``student_id`` (or ``student``), ``grade_id``, ``points`` rows; return (how many
-    merged, problems, keys of the records changed)."""
+def manual_targets(records: list, path, manual_ids: dict) -> tuple[list, list[str]]:
+    """Read a written-answer scores file (``student_id`` or ``student``, ``grade_id``,
+    ``points``, optionally ``comment``): ``[(record, grade_id, points, comment)]`` for every
+    line that names one row and fits, and the problems of the others."""
     from .lms import RosterError, read_csv
 
-    problems, merged, changed = [], 0, set()
     try:
         table, _ = read_csv(path)
     except RosterError as exc:
-        return 0, [str(exc)], changed
+        return [], [str(exc)]
     fields = [c.strip().lower() for c in (table[0] if table else [])]
     if not {"grade_id", "points"} <= set(fields) or not {"student", "student_id"} & set(fields):
-        return (
-            0,
-            [
-                f"{path}: needs the columns student_id (or student), grade_id, points (has "
-                f"{', '.join(fields) or 'none'})"
-            ],
-            changed,
-        )
+        return [], [
+            f"{path}: needs the columns student_id (or student), grade_id, points (has "
+            f"{', '.join(fields) or 'none'})"
+        ]
     rows = [{k: (v or "").strip() for k, v in zip(fields, r)} for r in table[1:]]
     owner = {gid: a for a, ids in manual_ids.items() for gid in ids}
+    found, problems = [], []
     for n, row in enumerate(rows, start=2):
-        gid, pts = row.get("grade_id", ""), row.get("points", "")
         where = f"{Path(path).name} line {n}"
-        assignment = owner.get(gid)
-        if assignment is None:
-            problems.append(f"{where}: {gid!r} is not a written-answer question of the course")
-            continue
-        mine = [r for r in records if r["assignment"] == assignment and r["status"] != "superseded"]
-        if row.get("student_id"):
-            who = row["student_id"]
-            key = normalise_name(who).casefold()
-            targets = [r for r in mine if normalise_name(r["student_id"]).casefold() == key]
+        hit = _manual_line(records, row, owner, manual_ids)
+        if isinstance(hit, str):
+            problems.append(f"{where}: {hit}")
         else:
-            who = normalise_name(row.get("student", ""))
-            targets = [r for r in mine if normalise_name(r["student"]).casefold() == who.casefold()]
-            if len({r["student_id"] for r in targets}) > 1:
-                problems.append(
-                    f"{where}: {len(targets)} students named {who!r} in {assignment} "
-                    f"(student_id {', '.join(sorted(r['student_id'] for r in targets))}); "
-                    "give a student_id column"
-                )
-                continue
-        if not targets:
-            problems.append(f"{where}: no row for student {who!r} in assignment {assignment}")
-            continue
-        try:
-            value = float(pts.replace(",", "."))
-        except ValueError:
-            problems.append(f"{where}: points {pts!r} is not a number")
-            continue
-        maximum = manual_ids[assignment][gid]
-        if not (0 <= value <= maximum):
-            problems.append(f"{where}: {value:g} points is outside 0..{maximum:g} for {gid}")
-            continue
+            found.append(hit)
+    return found, problems
+
+
+def _manual_line(records: list, row: dict, owner: dict, manual_ids: dict):
+    """One scores line: ``(records, grade_id, points, comment)`` or what is wrong with it."""
+    gid, pts = row.get("grade_id", ""), row.get("points", "")
+    assignment = owner.get(gid)
+    if assignment is None:
+        return f"{gid!r} is not a written-answer question of the course"
+    mine = [
+        r
+        for r in records
+        if r["assignment"] == assignment and r["status"] not in ("superseded", "excused")
+    ]
+    if row.get("student_id"):
+        who = row["student_id"]
+        key = normalise_name(who).casefold()
+        targets = [r for r in mine if normalise_name(r["student_id"]).casefold() == key]
+    else:
+        who = normalise_name(row.get("student", ""))
+        targets = [r for r in mine if normalise_name(r["student"]).casefold() == who.casefold()]
+        if len({r["student_id"] for r in targets}) > 1:
+            return (
+                f"{len(targets)} students named {who!r} in {assignment} "
+                f"(student_id {', '.join(sorted(r['student_id'] for r in targets))}); "
+                "give a student_id column"
+            )
+    if not targets:
+        return f"no row for student {who!r} in assignment {assignment}"
+    try:
+        value = float(pts.replace(",", "."))
+    except ValueError:
+        return f"points {pts!r} is not a number"
+    maximum = manual_ids[assignment][gid]
+    if not (0 <= value <= maximum):
+        return f"{value:g} points is outside 0..{maximum:g} for {gid}"
+    return targets, gid, value, row.get("comment", "")
+
+
+def apply_manual(records: list, path, manual_ids: dict) -> tuple[int, list[str], set]:
+    """Merge ``student_id`` (or ``student``), ``grade_id``, ``points`` rows into records (no
+    database); return (how many merged, problems, keys of the records changed)."""
+    found, problems = manual_targets(records, path, manual_ids)
+    changed = set()
+    for targets, gid, value, _comment in found:
         for rec in targets:
-            _set_manual(rec, gid, value, maximum)
+            _set_manual(rec, gid, value, manual_ids[rec["assignment"]][gid])
             changed.add(record_key(rec))
-        merged += 1
-    return merged, problems, changed
+    return len(found), problems, changed
 
 
 def write_gradebook(records: list, out, question_ids: list) -> Path:

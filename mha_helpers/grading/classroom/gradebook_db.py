@@ -292,6 +292,7 @@ class Gradebook:
                     "file_sha256": r["file_sha256"],
                     "record": json.loads(r["record"]),
                     "written": json.loads(r["written"]),
+                    "updated_at": r["updated_at"] or "",
                 }
             )
         return out
@@ -621,6 +622,76 @@ class Gradebook:
                      json.dumps(written), stamp, origin),
                 )  # fmt: skip
         return made
+
+    # --- merging another grader's database ----------------------------------------------
+
+    def merge_from(self, other: Gradebook) -> dict:
+        """Merge another grader's database into this one, in one transaction: every decision
+        of theirs not here yet is added (nothing of either is replaced); a row graded more
+        recently there replaces the automatic state here (its submission, results and
+        answers copied). Returns counts ``decisions, rows`` and ``conflicts``: written answers
+        given different points for the same text (the later decision stands)."""
+        counts = {"decisions": 0, "rows": 0, "conflicts": []}
+        mine = {(st["key"], st["assignment"]): st for st in self.row_states()}
+        with self.transaction():
+            for d in other.decisions():
+                before = self.conn.total_changes
+                self.add_decision(
+                    d.kind, d.student_id, d.assignment, grade_id=d.grade_id,
+                    answer_sha256=d.answer_sha256, points=d.points, comment=d.comment,
+                    origin=d.origin, created_at=d.created_at, uid=d.uid,
+                )  # fmt: skip
+                counts["decisions"] += self.conn.total_changes > before
+            for st in other.row_states():
+                here = mine.get((st["key"], st["assignment"]))
+                if here is None or st["updated_at"] > here["updated_at"]:
+                    self._copy_row(other, st)
+                    counts["rows"] += 1
+        counts["conflicts"] = self._conflicts()
+        return counts
+
+    def _copy_row(self, other: Gradebook, st: dict) -> None:
+        """Copy one row's state, with its submission, results and answers, from ``other``."""
+        sub_id = None
+        if st["submission_id"] is not None:
+            r = other.conn.execute(
+                "SELECT * FROM submissions WHERE id = ?", (st["submission_id"],)
+            ).fetchone()
+            cols = [k for k in r.keys() if k != "id"]
+            sub_id = self.conn.execute(
+                f"INSERT INTO submissions ({', '.join(cols)}) VALUES "
+                f"({', '.join('?' for _ in cols)})",
+                [r[k] for k in cols],
+            ).lastrowid
+            for table in ("results", "answers"):
+                for row in other.conn.execute(
+                    f"SELECT * FROM {table} WHERE submission_id = ?", (st["submission_id"],)
+                ):
+                    values = [sub_id] + list(row)[1:]
+                    self.conn.execute(
+                        f"INSERT OR REPLACE INTO {table} VALUES ({', '.join('?' for _ in values)})",
+                        values,
+                    )
+        self.conn.execute(
+            "INSERT OR REPLACE INTO rows (student_key, assignment, student_id, student, "
+            "submission_id, file_sha256, record, written, updated_at, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (st["key"], st["assignment"], st["student_id"], st["student"], sub_id,
+             st["file_sha256"], json.dumps(st["record"]), json.dumps(st["written"]),
+             st["updated_at"], "merged"),
+        )  # fmt: skip
+
+    def _conflicts(self) -> list[str]:
+        """Written answers given different points for the same text by different origins."""
+        out = []
+        seen: dict = {}
+        for d in self.decisions(kind="manual"):
+            seen.setdefault((d.student_id, d.assignment, d.grade_id, d.answer_sha256), []).append(d)
+        for (sid, a, gid, _), ds in sorted(seen.items()):
+            if len({d.points for d in ds}) > 1 and len({d.origin for d in ds}) > 1:
+                given = ", ".join(f"{d.points:g} ({d.origin}, {d.created_at})" for d in ds)
+                out.append(f"{sid} {a} {gid}: {given}; the latest stands")
+        return out
 
 
 def _float(text) -> float:

@@ -61,8 +61,14 @@ def _apply_written(rec: dict, written: dict, decisions: list, notes: list) -> li
 
 def apply_decisions(rec: dict, written: dict, decisions: list) -> tuple[dict, list]:
     """The record as the CSV shows it, and the written-answer comments (see the module)."""
+    rec, comments, _ = _apply(rec, written, decisions)
+    return rec, comments
+
+
+def _apply(rec: dict, written: dict, decisions: list) -> tuple[dict, list, list]:
+    """:func:`apply_decisions`, and the notes the decisions added."""
     rec = dict(rec)
-    notes = [rec["notes"]] if rec.get("notes") else []
+    notes: list = []
     comments = _apply_written(rec, written, decisions, notes)
     ext = [d for d in decisions if d.kind == "extension"]
     if ext and rec.get("late") == "yes":
@@ -79,19 +85,19 @@ def apply_decisions(rec: dict, written: dict, decisions: list) -> tuple[dict, li
     if waived:
         rec["status"], rec["score"] = "excused", ""
         notes.append(f"excused by the instructor ({waived[-1].comment or 'no reason given'})")
-    rec["notes"] = "; ".join(notes)
-    return rec, comments
+    rec["notes"] = "; ".join(([rec["notes"]] if rec.get("notes") else []) + notes)
+    return rec, comments, notes
 
 
 def view_records(db, assignment=None, with_comments: bool = False) -> list:
-    """Every visible row's record with its decisions applied (and, with ``with_comments``,
-    ``(record, comments)`` pairs)."""
+    """Every visible row's record with its decisions applied (with ``with_comments``:
+    ``(record, comments, notes the decisions added)``)."""
     decided = db.decisions_by_row()
     out = []
     for st in db.row_states(assignment):
         mine = decided.get((st["key"], st["assignment"]), [])
         if not visible(st, mine):
             continue
-        rec, comments = apply_decisions(st["record"], st["written"], mine)
-        out.append((rec, comments) if with_comments else rec)
+        rec, comments, notes = _apply(st["record"], st["written"], mine)
+        out.append((rec, comments, notes) if with_comments else rec)
     return out

@@ -41,6 +41,7 @@ __all__ = [
     "export_canvas",
     "export_moodle",
     "CANVAS_IDENTITY",
+    "safe_cell",
 ]
 
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -86,6 +87,7 @@ class Roster:
     students: list
     points_row: list | None = None  # Canvas's "Points Possible" row
     by_id: dict = field(default_factory=dict)
+    columns: dict = field(default_factory=dict)  # Moodle: the English name -> this file's
 
     def find(self, student_id: str, name: str = "") -> Student | None:
         """The roster student with this LMS id; else one whose SIS login, SIS id, email or
@@ -109,10 +111,11 @@ def read_roster(path) -> Roster:
         raise RosterError(f"{path}: empty")
     header = [h.strip() for h in rows[0]]
     body = rows[1:]
-    if header[:2] == ["Student", "ID"] and "Section" in header:
+    if (header[:2] == ["Student", "ID"] or _split_names(header)) and "Section" in header:
         return _canvas_roster(Path(path), header, body)
-    if all(h in header for h in MOODLE_REQUIRED):
-        return _moodle_roster(Path(path), header, body)
+    columns = moodle_columns(header, body)
+    if columns is not None:
+        return _moodle_roster(Path(path), header, body, columns)
     raise RosterError(
         f"{path}: not a Canvas gradebook export (Student, ID, SIS User ID, SIS Login ID, "
         "Section, ...) nor a Moodle grading worksheet (Identifier, Full name, ..., Grade, ...); "
@@ -124,11 +127,28 @@ def _cell(row, i) -> str:
     return row[i].strip() if 0 <= i < len(row) else ""
 
 
+SPLIT_NAMES = (["LastName", "FirstName"], ["Last Name", "First Name"])
+
+
+def _split_names(header: list) -> list | None:
+    """Canvas's export with student names split (``LastName, FirstName, ID, ...``)."""
+    return next((n for n in SPLIT_NAMES if header[:3] == n + ["ID"]), None)
+
+
+def _canvas_name(row, col: dict) -> str:
+    if "Student" in col:
+        return _cell(row, col["Student"])
+    last, first = (_cell(row, col[h]) for h in _split_names(list(col)))
+    if last.startswith("Points Possible") or first.startswith("Points Possible"):
+        return "Points Possible"
+    return f"{last}, {first}" if last and first else last or first
+
+
 def _canvas_roster(path, header, body) -> Roster:
     col = {h: i for i, h in enumerate(header)}
     roster = Roster("canvas", path, header, [], [])
     for row in body:
-        name, ident = _cell(row, col["Student"]), _cell(row, col["ID"])
+        name, ident = _canvas_name(row, col), _cell(row, col["ID"])
         if name == "Points Possible" or (not ident and name.startswith("Points Possible")):
             roster.points_row = row
             continue
@@ -148,9 +168,65 @@ def _canvas_roster(path, header, body) -> Roster:
     return roster
 
 
-def _moodle_roster(path, header, body) -> Roster:
-    col = {h: i for i, h in enumerate(header)}
-    roster = Roster("moodle", path, header, [], [])
+# Moodle's worksheet columns in a few site languages (the structure decides for the others).
+MOODLE_NAMES = {
+    "Feedback comments": ("Feedback comments", "Feedback als Kommentar", "Commentaires de "
+                          "feedback", "Comentarios de retroalimentación"),
+    "Email address": ("Email address", "E-Mail-Adresse", "Adresse de courriel", "Dirección de "
+                      "correo"),
+}  # fmt: skip
+LATE_WORDS = r"\b(late|verspätet|en retard|retraso|tarde|ritardo|te laat)\b"
+
+
+def _numeric(values: list) -> bool:
+    return bool(values) and all(_number(v) is not None for v in values)
+
+
+def moodle_columns(header: list, body: list) -> dict | None:
+    """The worksheet's columns by their English names (``Identifier, Full name, Email
+    address, Status, Grade, Maximum Grade, Last modified (grade), Feedback comments``), from
+    the English header or, in any site language, from the worksheet's structure: the first
+    column is a word and a participant number on every row, the maximum grade the first
+    column whose cells are all the same number, the grade and the status just before it, the
+    feedback comments last. None when it is not a worksheet."""
+    if all(h in header for h in MOODLE_REQUIRED):
+        return {h: h for h in header} | {"Identifier": "Identifier", "Grade": "Grade"}
+    rows = [r for r in body if any(c.strip() for c in r)]
+    if len(header) < 6 or not rows:
+        return None
+    if not all(re.fullmatch(r"\D+?\s*\d+", _cell(r, 0)) for r in rows):
+        return None
+    maxcol = next(
+        (
+            i
+            for i in range(3, len(header))
+            if _numeric([_cell(r, i) for r in rows]) and len({_cell(r, i) for r in rows}) == 1
+        ),
+        None,
+    )
+    if maxcol is None or not all(_cell(r, maxcol - 1) == "" or _number(_cell(r, maxcol - 1))
+                                 is not None for r in rows):  # fmt: skip
+        return None
+    out = {"Identifier": header[0], "Full name": header[1], "Status": header[maxcol - 2],
+           "Grade": header[maxcol - 1], "Maximum Grade": header[maxcol]}  # fmt: skip
+    for english, names in MOODLE_NAMES.items():
+        found = [h for h in header if h in names]
+        if found:
+            out[english] = found[0]
+    emails = [h for i, h in enumerate(header[2 : maxcol - 2], start=2)
+              if all("@" in _cell(r, i) for r in rows)]  # fmt: skip
+    if emails and "Email address" not in out:
+        out["Email address"] = emails[0]
+    if "Feedback comments" not in out and len(header) >= maxcol + 5:
+        out["Feedback comments"] = header[-1]
+    if "Feedback comments" in out:
+        out["Last modified (grade)"] = header[header.index(out["Feedback comments"]) - 1]
+    return out
+
+
+def _moodle_roster(path, header, body, columns: dict) -> Roster:
+    col = {english: header.index(h) for english, h in columns.items() if h in header}
+    roster = Roster("moodle", path, header, [], [], columns=columns)
     for row in body:
         m = re.search(r"(\d+)\s*$", _cell(row, col["Identifier"]))
         if not m:
@@ -162,7 +238,7 @@ def _moodle_roster(path, header, body) -> Roster:
             email = _cell(row, col["Email address"])
             keys |= {_norm(email), _norm(email.split("@")[0])}
         status = _cell(row, col["Status"]).lower() if "Status" in col else ""
-        late = bool(re.search(r"\blate\b", status)) if "Status" in col else None
+        late = bool(re.search(LATE_WORDS, status)) if "Status" in col else None
         student = Student(m.group(1), normalise_name(name), keys, late, len(roster.rows) - 1)
         roster.students.append(student)
         roster.by_id[m.group(1)] = student
@@ -219,50 +295,136 @@ def _score(rec: dict) -> float | None:
     return _number(rec["score"])
 
 
-def export_canvas(records: list, roster: Roster, assignments: list) -> tuple[str, list[str]]:
-    """The CSV text for Canvas's gradebook import, and problems worth a look."""
-    problems = []
-    col = {h: i for i, h in enumerate(roster.header)}
-    ident = [h for h in CANVAS_IDENTITY if h in col]
+_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(text) -> str:
+    """A cell no spreadsheet runs as a formula: text starting with ``= + - @``, a tab or a
+    carriage return gets a leading apostrophe (a number, or a lone ``-``, is left as it is).
+
+    >>> safe_cell("=HYPERLINK(1)"), safe_cell("-2.5"), safe_cell("-"), safe_cell("Ana")
+    ("'=HYPERLINK(1)", '-2.5', '-', 'Ana')
+    """
+    text = str(text)
+    if not text.startswith(_TRIGGERS) or text == "-" or _number(text) is not None:
+        return text
+    return "'" + text
+
+
+def _kept(existing: str, ours: str | None, overwrite: bool, who: str, conflicts: list) -> str:
+    """The cell to write where the LMS already holds ``existing``: ours when the LMS has
+    nothing (or the same), else the LMS's kept (``EX`` always) unless ``overwrite``, the
+    conflict listed either way."""
+    if ours is None:
+        return existing
+    if existing == "" or _same_grade(existing, ours):
+        return ours
+    verb = "overwritten (--overwrite)" if overwrite else "kept (--overwrite to replace it)"
+    conflicts.append(f"conflict: {who}: the LMS has {existing!r}, the gradebook {ours!r}; {verb}")
+    return ours if overwrite else existing
+
+
+def _same_grade(a: str, b: str) -> bool:
+    x, y = _number(a), _number(b)
+    return a.strip() == b.strip() or (x is not None and y is not None and abs(x - y) < 0.005)
+
+
+def _canvas_headers(roster: Roster, assignments: list, columns: dict, problems: list) -> list:
     headers = []
     for a in assignments:
-        own = assignment_column(roster.header, a)
+        own = columns.get(a) or assignment_column(roster.header, a)
         if own is None:
             problems.append(
                 f"{a}: no column for it in {roster.path.name}; written as a new column "
-                f"{a!r} (Canvas creates an assignment for it on import)"
+                f"{a!r} (Canvas creates an assignment for it on import; map it to its column "
+                "with --column ASSIGNMENT=COLUMN)"
             )
         headers.append(own or a)
+    return headers
+
+
+def _canvas_scales(records, roster, assignments, headers, scale: bool, problems) -> dict:
+    """Per assignment, the factor from the course's points to Canvas's points possible (1
+    unless ``scale``; a difference is noted either way)."""
+    col = {h: i for i, h in enumerate(roster.header)}
+    factors = {}
+    for a, h in zip(assignments, headers):
+        factors[a] = 1.0
+        if roster.points_row is None:
+            continue
+        possible = _number(_cell(roster.points_row, col.get(h, -1)))
+        mine = {_number(r.get("max")) or 0.0 for r in records if r["assignment"] == a}
+        if possible is None or not mine or not all(abs(possible - m) > 1e-9 for m in mine):
+            continue
+        if scale and max(mine) > 0:
+            factors[a] = possible / max(mine)
+            problems.append(
+                f"{h}: Canvas says {_fmt(possible)} points possible, the course's exercise has "
+                f"{_fmt(max(mine))}; grades scaled to {_fmt(possible)} (--scale)"
+            )
+        else:
+            problems.append(
+                f"{h}: Canvas says {_fmt(possible)} points possible, the course's exercise has "
+                f"{_fmt(max(mine))}; the points are exported as they are (--scale scales them)"
+            )
+    return factors
+
+
+def export_canvas(
+    records: list,
+    roster: Roster,
+    assignments: list,
+    columns: dict | None = None,
+    overwrite: bool = False,
+    scale: bool = False,
+) -> tuple[str, list[str]]:
+    """The CSV text for Canvas's gradebook import, and problems worth a look (conflicts with
+    what Canvas holds among them, starting ``conflict:``). ``columns`` maps an assignment to
+    its column; what Canvas holds (``EX``, a grade) is kept unless ``overwrite``."""
+    problems: list = []
+    conflicts: list = []
+    col = {h: i for i, h in enumerate(roster.header)}
+    ident = (_split_names(roster.header) or []) + [h for h in CANVAS_IDENTITY if h in col]
+    headers = _canvas_headers(roster, assignments, columns or {}, problems)
+    factors = _canvas_scales(records, roster, assignments, headers, scale, problems)
     by_key = {(r["student_id"], r["assignment"]): r for r in records}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(ident + headers)
-    roster_ids = {s.id for s in roster.students}
-    if roster.points_row is not None:
-        for a, h in zip(assignments, headers):
-            possible = _number(_cell(roster.points_row, col.get(h, -1)))
-            mine = {_number(r.get("max")) or 0.0 for r in records if r["assignment"] == a}
-            if possible is not None and mine and all(abs(possible - m) > 1e-9 for m in mine):
-                problems.append(
-                    f"{h}: Canvas says {_fmt(possible)} points possible, the course's exercise has "
-                    f"{_fmt(max(mine))}; the points are exported as they are"
-                )
+    w.writerow([safe_cell(h) for h in ident + headers])
+    exact = {"ID", "SIS User ID", "SIS Login ID"}
     for s in roster.students:
         row = roster.rows[s.row]
-        out = [_cell(row, col[h]) for h in ident]
-        for a in assignments:
+        out = [_cell(row, col[h]) if h in exact else safe_cell(_cell(row, col[h])) for h in ident]
+        for a, h in zip(assignments, headers):
             rec = by_key.get((s.id, a))
             value = _score(rec) if rec else None
-            out.append("" if value is None else _fmt(value))
-        w.writerow(out)
-    for r in records:
-        if r["assignment"] in assignments and r["student_id"] not in roster_ids:
-            if r.get("status") != "superseded":
-                problems.append(
-                    f"{clean_text(r['student'], max_chars=80)} ({r['student_id']}) is not in "
-                    f"{roster.path.name}: {r['assignment']} not exported"
+            ours = None if value is None else _fmt(value * factors[a])
+            if rec is not None and rec.get("status") == "excused":
+                ours = "EX"
+            existing = _cell(row, col[h]) if h in col else ""
+            if existing.upper() == "EX" and not overwrite and ours not in (None, "EX"):
+                conflicts.append(
+                    f"conflict: {s.name} ({s.id}) {h}: excused (EX) in Canvas, the gradebook "
+                    f"has {ours}; EX kept (--overwrite to replace it)"
                 )
-    return buf.getvalue(), problems
+                out.append(existing)
+                continue
+            out.append(_kept(existing, ours, overwrite, f"{s.name} ({s.id}) {h}", conflicts))
+        w.writerow(out)
+    problems += _strangers(records, roster, set(assignments), "not exported")
+    return buf.getvalue(), problems + conflicts
+
+
+def _strangers(records, roster, assignments: set, what: str) -> list:
+    roster_ids = {s.id for s in roster.students}
+    return [
+        f"{clean_text(r['student'], max_chars=80)} ({r['student_id']}) is not in "
+        f"{roster.path.name}: {r['assignment']} {what}"
+        for r in records
+        if r["assignment"] in assignments
+        and r["student_id"] not in roster_ids
+        and r.get("status") != "superseded"
+    ]
 
 
 def summary_comment(rec: dict, question_ids: list) -> str:
@@ -279,56 +441,77 @@ def summary_comment(rec: dict, question_ids: list) -> str:
 
 
 def export_moodle(
-    records: list, roster: Roster, assignment: str, question_ids: list, comments=None
+    records: list,
+    roster: Roster,
+    assignment: str,
+    question_ids: list,
+    overwrite: bool = False,
+    comments: dict | None = None,
 ) -> tuple[str, list[str]]:
-    """The worksheet with ``Grade`` and ``Feedback comments`` filled, other cells untouched.
-    ``comments`` (student id -> text, :func:`.lms_feedback.moodle_comments`) gives the whole
-    feedback for the comment; without it, a one-line summary."""
-    problems = []
+    """The worksheet with ``Grade`` and ``Feedback comments`` filled, other cells untouched
+    (text a spreadsheet would run as a formula neutralised, ``Identifier`` exact). A grade or
+    a comment the worksheet already holds is kept unless ``overwrite``; conflicts are listed
+    (starting ``conflict:``). ``comments`` (student id -> text,
+    :func:`.lms_feedback.moodle_comments`) gives each student's whole feedback for the
+    comment; without it, a one-line summary."""
+    problems, conflicts = [], []
     header = list(roster.header)
     col = {h: i for i, h in enumerate(header)}
-    if "Feedback comments" not in col:
-        header.append("Feedback comments")
-        col["Feedback comments"] = len(header) - 1
+    g = roster.columns.get("Grade", "Grade")
+    fc = roster.columns.get("Feedback comments", "Feedback comments")
+    if fc not in col:
+        header.append(fc)
+        col[fc] = len(header) - 1
         problems.append(
             "the worksheet has no 'Feedback comments' column (is the assignment's 'Feedback "
             "comments' feedback type on?); added one"
         )
-    if "Last modified (grade)" not in col:
+    if roster.columns.get("Last modified (grade)", "Last modified (grade)") not in col:
         problems.append(
             "the worksheet has no 'Last modified (grade)' column: Moodle's upload needs it "
             "(download the worksheet again from the assignment)"
         )
     by_key = {(r["student_id"], r["assignment"]): r for r in records}
+    exact = {col[c] for c in (roster.columns.get("Identifier", "Identifier"), g) if c in col}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     for s in roster.students:
         row = list(roster.rows[s.row]) + [""] * (len(header) - len(roster.rows[s.row]))
+        row = [c if i in exact else safe_cell(c) for i, c in enumerate(row)]
         rec = by_key.get((s.id, assignment))
         value = _score(rec) if rec else None
         if value is not None:
-            theirs = _number(_cell(row, col.get("Maximum Grade", -1)))
-            mine = _number(rec.get("max")) or 0.0
-            if theirs and mine and abs(theirs - mine) > 1e-9:
-                value = value * theirs / mine
-                note = (
-                    f"{assignment}: Moodle's maximum grade is {_fmt(theirs)}, the course's "
-                    f"{_fmt(mine)}; grades scaled to {_fmt(theirs)}"
-                )
-                if note not in problems:
-                    problems.append(note)
-            row[col["Grade"]] = _fmt(value)
-            row[col["Feedback comments"]] = (comments or {}).get(s.id) or summary_comment(
-                rec, question_ids
+            value = _moodle_scaled(value, rec, row, roster, assignment, problems)
+            who = f"{s.name} ({s.id})"
+            row[col[g]] = _kept(
+                row[col[g]].strip(), _fmt(value), overwrite, f"{who} grade", conflicts
             )
-        w.writerow(row)
-    roster_ids = {s.id for s in roster.students}
-    for r in records:
-        if r["assignment"] == assignment and r["student_id"] not in roster_ids:
-            if r.get("status") != "superseded":
-                problems.append(
-                    f"{clean_text(r['student'], max_chars=80)} ({r['student_id']}) is not in "
-                    f"{roster.path.name}: not exported"
+            ours = safe_cell((comments or {}).get(s.id) or summary_comment(rec, question_ids))
+            existing = row[col[fc]].strip()
+            if existing and existing != ours and not overwrite:
+                conflicts.append(
+                    f"conflict: {who}: the worksheet already has feedback comments; kept "
+                    "(--overwrite to replace them)"
                 )
-    return buf.getvalue(), problems
+            else:
+                row[col[fc]] = ours
+        w.writerow(row)
+    problems += _strangers(records, roster, {assignment}, "not exported")
+    return buf.getvalue(), problems + conflicts
+
+
+def _moodle_scaled(value: float, rec: dict, row: list, roster: Roster, assignment, problems):
+    """A grade scaled to the worksheet's maximum grade (noted once)."""
+    col = {h: i for i, h in enumerate(roster.header)}
+    theirs = _number(_cell(row, col.get(roster.columns.get("Maximum Grade", "Maximum Grade"), -1)))
+    mine = _number(rec.get("max")) or 0.0
+    if theirs and mine and abs(theirs - mine) > 1e-9:
+        note = (
+            f"{assignment}: Moodle's maximum grade is {_fmt(theirs)}, the course's "
+            f"{_fmt(mine)}; grades scaled to {_fmt(theirs)}"
+        )
+        if note not in problems:
+            problems.append(note)
+        return value * theirs / mine
+    return value

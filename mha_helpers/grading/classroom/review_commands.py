@@ -7,7 +7,6 @@ usage error (nothing written).
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from .review_store import (
     student_key,
     uses_database,
 )
-from .untrusted import clean_text, safe_console
+from .untrusted import safe_console
 
 __all__ = ["review_command", "report_command", "feedback_zip_command", "model_answer"]
 
@@ -148,7 +147,7 @@ def _record(args, book: Path, templates, manual_ids, roster) -> int:
         return _usage("review", f"--record: no such file: {', '.join(absent)}")
     current = _current(args, templates, roster, book)
     try:
-        result, _, records = record_decisions(book, files, manual_ids, current)
+        result, _, records = record_decisions(book, files, manual_ids, current, templates)
     except ValueError as exc:
         return _usage("review", str(exc))
     print(
@@ -159,47 +158,17 @@ def _record(args, book: Path, templates, manual_ids, roster) -> int:
         print(f"  not recorded: {p}")
     if args.feedback and result.changed_keys:
         changed = [r for r in records if gb.record_key(r) in result.changed_keys]
-        files_changed = feedback.refresh_feedback(args.feedback, changed, manual_ids)
-        with_comments = add_comments(args.feedback, changed, comments_by_answer(book))
+        said: dict = {}
+        for (key, a, gid), text in comments_by_answer(book).items():
+            said.setdefault((key, a), {})[gid] = text
+        files_changed = feedback.refresh_feedback(args.feedback, changed, manual_ids, said)
         print(
-            f"updated {len(set(files_changed) | set(with_comments))} feedback file(s) in "
-            f"{args.feedback} (points and comments)"
+            f"updated {len(files_changed)} feedback file(s) in {args.feedback} (points and "
+            "comments)"
         )
     elif result.changed_keys:
         print("give --feedback DIR as well to put the points and comments into the feedback")
     return 1 if result.problems else 0
-
-
-_COMMENT = "  - your instructor's comment: "
-
-
-def add_comments(folder, records: list, decided: dict) -> list[Path]:
-    """Put each written answer's comment (``decided``: (student key, assignment, grade_id) ->
-    the comment that stands) under its line in the student's feedback (Markdown and HTML);
-    return the files changed."""
-    changed = []
-    for rec in records:
-        a = rec["assignment"]
-        path = Path(folder) / a / f"{feedback.feedback_stem(rec['student_id'], rec['student'])}.md"
-        if not path.is_file():
-            continue
-        lines = path.read_text(encoding="utf-8").split("\n")
-        new = []
-        for line in lines:
-            if line.startswith(_COMMENT):
-                continue  # replaced below by the latest comment
-            new.append(line)
-            m = re.match(r"- (\S+): written answer, graded by your instructor \[", line)
-            c = decided.get((student_key(rec["student_id"]), a, m.group(1))) if m else None
-            if c:
-                text = clean_text(c, max_chars=4000)
-                new.append(_COMMENT + text)
-        if new != lines:
-            gb.atomic_write(path, "\n".join(new))
-            title = f"Feedback for {rec['student']}: {a}"
-            gb.atomic_write(path.with_suffix(".html"), feedback._html_page(title, new[2:]))
-            changed.append(path)
-    return changed
 
 
 def report_command(args) -> int:

@@ -366,7 +366,9 @@ class Recorded:
     changed_keys: set = field(default_factory=set)
 
 
-def record_decisions(gradebook, files: list, manual_ids: dict, current: dict | None = None):
+def record_decisions(
+    gradebook, files: list, manual_ids: dict, current: dict | None = None, templates=None
+):
     """Record decisions files into the gradebook. ``current`` (optional): (student key,
     assignment, grade_id) -> the sha256 of the answer as it is now; a decision for another
     text is refused (the answer changed: it is pending again). Returns :class:`Recorded` and
@@ -374,7 +376,7 @@ def record_decisions(gradebook, files: list, manual_ids: dict, current: dict | N
     from .review_decisions import DecisionsError, read_decisions
 
     if uses_database(gradebook):
-        return _record_in_database(gradebook, files, manual_ids)
+        return _record_in_database(gradebook, files, manual_ids, templates)
     out = Recorded()
     columns, records = gb.read_gradebook(gradebook)
     by_key = {gb.record_key(r): r for r in records if r.get("status") != "superseded"}
@@ -432,15 +434,21 @@ def record_decisions(gradebook, files: list, manual_ids: dict, current: dict | N
     return out, columns, records
 
 
-def _record_in_database(gradebook, files: list, manual_ids: dict):
+def _record_in_database(gradebook, files: list, manual_ids: dict, templates=None):
     """:func:`record_decisions` on the gradebook database: each decision through
     ``record_manual`` (which refuses a decision for a text that is no longer the answer),
-    then the CSV rewritten from the database's view."""
+    then the CSV rewritten from the database's view. A CSV changed by hand since mha-course
+    wrote it is never overwritten: nothing is recorded (ValueError, saying how to go on)."""
+    from . import gradebook_store as store
     from .gradebook_db import DecisionError, Gradebook
     from .review_decisions import DecisionsError, read_decisions
 
     out = Recorded()
     with Gradebook.open(gradebook, create=False) as db:
+        if Path(gradebook).suffix.lower() == ".csv" and Path(gradebook).is_file():
+            refusal, _ = store.check_edits(db, gradebook, False, manual_ids, "review --record")
+            if refusal:
+                raise ValueError(refusal)
         for f in files:
             try:
                 meta, decisions = read_decisions(f, manual_ids)
@@ -476,10 +484,10 @@ def _record_in_database(gradebook, files: list, manual_ids: dict):
                 out.recorded += 1
                 out.changed_keys.add((student_key(d["student_id"]), a))
         records = db.view()
-    columns, _ = gb.read_gradebook(gradebook) if Path(gradebook).is_file() else ([], [])
-    if out.recorded:
-        qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
-        for r in records:
-            qids += [k for k in r if k not in qids and k not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
-        gb.write_gradebook(records, gradebook, qids)
+        columns, _ = gb.read_gradebook(gradebook) if Path(gradebook).is_file() else ([], [])
+        if out.recorded and templates is not None:
+            records = store.write_view(db, gradebook, templates)
+        elif out.recorded:
+            qids = [c for c in columns if c not in gb.FIXED_BEFORE + gb.FIXED_AFTER]
+            gb.write_gradebook(records, gradebook, qids)
     return out, columns, records

@@ -45,6 +45,9 @@ def _whose(sub, assignment: str) -> dict:
         "file": sub.display,
         "shown": sub.shown,
         "late": sub.late,
+        "identity": getattr(sub, "identity", ""),
+        "lms_submission_id": getattr(sub, "lms_submission_id", ""),
+        "late_source": getattr(sub, "late_source", "") or ("" if not sub.late else "the download"),
     }
 
 
