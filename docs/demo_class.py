@@ -67,14 +67,7 @@ put(
     "okaforben_1002_5002_03_concatenate_and_project.ipynb",
     nb(dict(RIGHT, q03_d_head="d_head = 12")),
 )
-put(  # uploaded again; the written answer is the class's, in other case and spacing
-    "okaforben_1002_5012_03_concatenate_and_project-1.ipynb",
-    nb(
-        BARE_RESHAPE,
-        written="concatenation keeps each head's features in their own columns,\n"
-        "so W_O can weigh heads  differently.",
-    ),
-)
+put("okaforben_1002_5012_03_concatenate_and_project-1.ipynb", nb(BARE_RESHAPE))  # uploaded again
 put("chenwei_LATE_1003_5003_03_concatenate_and_project.ipynb", nbformat.read(ex, as_version=4))
 put(
     "pateldev_1004_5004_exercise.ipynb",
@@ -105,9 +98,13 @@ with zipfile.ZipFile(dl / "adamsfay_1006_5006_my_work.zip", "w") as z:
     )
 (dl / "moragus_1007_5007_notes.ipynb").write_text("my notes, not a notebook\n")
 put("zhangwei_300001_5008_03.ipynb", nb())  # two students called Zhang Wei
-put(
+put(  # the class's written answer again, in other case and spacing
     "zhangwei_LATE_300002_5009_03.ipynb",
-    nb(dict(RIGHT, q03_concat_vs_average='concat_vs_average = "a"')),
+    nb(
+        dict(RIGHT, q03_concat_vs_average='concat_vs_average = "a"'),
+        written="concatenation keeps each head's features in their own columns,\n"
+        "so W_O can weigh heads  differently.",
+    ),
 )
 put(
     "mullerkai_1010_5010_03.ipynb",
