@@ -260,6 +260,18 @@ def _add_grade(sub) -> None:
         help="late policy: a late submission's score is its points times F (0 to 1); "
         "remembered in the gradebook",
     )
+    p.add_argument(
+        "--due",
+        action="append",
+        metavar="ASSIGNMENT=DATE",
+        help="an assignment's due date (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC; remembered): a "
+        "notebook of it handed in with another assignment is late by its own date",
+    )
+    p.add_argument(
+        "--student",
+        metavar="ID",
+        help="whose the one notebook or zip given by its path is (the LMS id)",
+    )
     _add_gradebook_options(p)
     p.add_argument(
         "--unsafe-no-sandbox",

@@ -238,7 +238,7 @@ LAYERS = (
     ("the question banks", [f"{G}.classroom.banks"]),
     # the stages, in the order a submission meets them
     ("1. collect", [f"{G}.classroom.collect"]),
-    ("2. build the program", [f"{G}.sandbox.program"]),
+    ("2. build the program", [f"{G}.sandbox.program", f"{G}.classroom.recognise"]),
     (
         "3. run in the sandbox",
         [

@@ -452,3 +452,149 @@ def test_a_canvas_export_with_split_names_resaved_by_excel_is_read(tmp_path, cap
     assert body["1001"][:2] == ["Perez", "Ana"] and float(body["1001"][6]) == FULL
     assert body["1007"][6] == "9,5" and "conflict: Lee, Joon (1007)" in text
     assert "(1006) is not in canvas_export.csv" in text  # not in the roster: listed
+
+
+# ---------------------------------------------------------------------------------------------
+# Identity comes from the LMS, never from a name a student chose
+
+
+def _put(folder: Path, name: str, nb) -> Path:
+    import nbformat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / name)
+    return folder / name
+
+
+def test_a_students_zip_never_fills_a_classmates_row(tmp_path, capsys):
+    import nbformat
+
+    dl = tmp_path / "canvas"
+    _put(dl, "okaforben_1006_9007_03.ipynb", make_notebook())
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out)
+    assert float(rows_of(out)["1006"]["total"]) == FULL
+    own = tmp_path / "mywork.zip"  # another student's zip, with a member named like 1006's
+    import zipfile
+
+    with zipfile.ZipFile(own, "w") as zf:
+        zf.writestr("okaforben_1006_9999_03.ipynb", nbformat.writes(make_notebook({})))
+    capsys.readouterr()
+    assert grade(own, "--out", out) == 1
+    text = capsys.readouterr().out
+    rows = rows_of(out)
+    assert float(rows["1006"]["total"]) == FULL  # the classmate's row is untouched
+    assert rows["mywork"]["status"] == "ok" and "not as 1006" in rows["mywork"]["notes"]
+    assert "needs a look" in text
+    # the instructor says whose it is; the stray row is removed, with a record
+    assert grade(own, "--out", out, "--student", "1010") == 0
+    assert run("remove", out, "mywork", A03, "--reason", "graded without --student") == 0
+    rows = rows_of(out)
+    assert "mywork" not in rows and rows["1010"]["status"] == "ok"
+    assert grade(dl, own, "--out", out, "--student", "1010") == 2  # one file only
+
+
+def test_a_moodle_flat_download_with_canvas_like_names_stays_moodle(tmp_path, capsys):
+    dl = tmp_path / "moodle_flat"
+    _put(dl, "Ana Souza_512001_assignsubmission_file_3_4_a.ipynb", make_notebook())
+    _put(dl, "Bo Chen_512002_assignsubmission_file_5_6_b.ipynb", make_notebook({}))
+    _put(dl, "Cy Dee_512003_assignsubmission_file_7_8_c.ipynb", make_notebook())
+    _put(dl, "dee_77_88_stray.ipynb", make_notebook())  # one Canvas-style name: flagged
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out)
+    text = capsys.readouterr().out
+    rows = rows_of(out)
+    assert "moodle-flat" in text
+    assert {"512001", "512002", "512003"} <= set(rows) and float(rows["512002"]["total"]) == 0
+    assert float(rows["512001"]["total"]) == FULL
+    stray = [r for k, r in rows.items() if k not in ("512001", "512002", "512003")]
+    assert len(stray) == 1 and "needs a look" in stray[0]["notes"]
+
+
+def test_an_earlier_exercise_in_a_later_upload_is_flagged_and_late_by_its_own_date(
+    tmp_path, capsys
+):
+    import nbformat
+
+    other = nbformat.read(ROOT / "exercises" / "02_heads.ipynb", as_version=4)
+    week2 = tmp_path / "week2"
+    _put(week2, "perezana_1001_9001_02.ipynb", other)
+    out = tmp_path / "gb.csv"
+    grade(week2, "--out", out, "--due", "02_heads=2026-11-01")
+    with open(out, newline="", encoding="utf-8") as f:
+        [first] = [r for r in csv.DictReader(f) if r["assignment"] == "02_heads"]
+    dl = tmp_path / "week3"  # later: 02 solved after its deadline, handed in with 03
+    _put(dl, "perezana_1001_9101_03.ipynb", other)
+    _put(dl, "okaforben_1006_9102_03.ipynb", make_notebook())
+    _put(dl, "leejoon_1007_9103_03.ipynb", make_notebook())
+    capsys.readouterr()
+    assert grade(dl, "--out", out) == 1
+    text = capsys.readouterr().out
+    with open(out, newline="", encoding="utf-8") as f:
+        [row] = [r for r in csv.DictReader(f) if r["assignment"] == "02_heads"]
+    assert row["file"] != first["file"] and "needs a look" in row["notes"]
+    assert "replaces the earlier 02_heads row" in row["notes"]
+    assert row["late"] == "yes" and "02_heads's due date 2026-11-01T23:59:59Z" in row["notes"]
+    assert "perezana" in text or "1001" in text
+    assert rows_of(out)["1001"]["status"] == "missing"
+
+
+def test_canvas_anonymous_downloads_keep_identity_and_lateness(tmp_path):
+    dl = tmp_path / "anon"
+    _put(dl, "anon_Xq7Zp_LATE_9001_03.ipynb", make_notebook())
+    _put(dl, "anon_B2mK9_9002_03.ipynb", make_notebook({}))
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out)
+    rows = rows_of(out)
+    assert set(rows) == {"anon_Xq7Zp", "anon_B2mK9"}
+    assert rows["anon_Xq7Zp"]["late"] == "yes" and rows["anon_B2mK9"]["late"] == "no"
+    with Gradebook.open(out) as db:
+        sources = {r[0] for r in db.conn.execute("SELECT identity_source FROM submissions")}
+    assert sources == {"Canvas's anonymous file name"}
+
+
+def test_a_pdf_submission_is_named_in_the_row_and_the_feedback(tmp_path):
+    dl = tmp_path / "canvas"
+    _put(dl, "okaforben_1006_9007_03.ipynb", make_notebook())
+    _put(dl, "leejoon_1007_9008_03.ipynb", make_notebook())
+    (dl / "perezana_1001_9009_report.pdf").write_bytes(b"%PDF-1.4 not a notebook")
+    out, fb = tmp_path / "gb.csv", tmp_path / "fb"
+    assert grade(dl, "--out", out, "--feedback", fb) == 1
+    row = rows_of(out)["1001"]
+    assert row["status"] == "not-a-notebook" and "report.pdf" in row["notes"]
+    assert "report.pdf, which is not a notebook" in (fb / A03 / "perezana_1001.md").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# Answer cells whose metadata was lost
+
+
+def _lose_metadata(gid):
+    def edit(nb):
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == gid:
+                cell.metadata.pop("nbgrader")
+
+    return edit
+
+
+def _delete_cell(gid):
+    def edit(nb):
+        nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != gid]
+
+    return edit
+
+
+def test_an_answer_cell_retyped_without_metadata_is_recognised_or_flagged(tmp_path, capsys):
+    subs = tmp_path / "subs"
+    write_nb(subs, "alice", make_notebook(edit=_lose_metadata("q03_concat_project")))
+    write_nb(subs, "bob", make_notebook(edit=_delete_cell("q03_concat_project")))
+    out = tmp_path / "gb.csv"
+    assert grade(subs, "--out", out) == 1
+    text = capsys.readouterr().out
+    rows = rows_of(out)
+    assert float(rows["alice"]["q03_concat_project"]) == 4
+    assert "recognised by its content (it defines concat_project)" in rows["alice"]["notes"]
+    assert rows["bob"]["q03_concat_project"] == "0"
+    assert "needs a look: answer cell q03_concat_project not found" in rows["bob"]["notes"]
+    assert "bob" in text.split("need a look:")[1]

@@ -510,7 +510,9 @@ def test_a_student_who_handed_in_twice_has_one_counted_copy_and_says_so(batch):
 
 def test_folder_without_notebook_is_reported(batch):
     [row] = [r for r in batch["rows"] if r["student"] == "nothing_here"]
-    assert row["status"] == "missing"
+    # the folder holds only a readme: the row names it (course issue 30), never "no submission"
+    assert row["status"] == "not-a-notebook"
+    assert "readme.txt, which is not a notebook" in "; ".join(row["notes"])
 
 
 # ---------------------------------------------------------------------------------------------

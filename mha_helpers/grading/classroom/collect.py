@@ -61,6 +61,10 @@ MOODLE = re.compile(r"^(?P<name>.+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z
 MOODLE_FLAT = re.compile(
     r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.+)$"
 )
+CANVAS_ANON = re.compile(  # Canvas's download of an anonymously graded assignment
+    r"^anon_(?P<anonid>[A-Za-z0-9]+)(?P<late>_LATE)?_(?P<subid>\d+)_(?P<rest>.+)$"
+)
+NEEDS_A_LOOK = "needs a look: "  # a note that puts its row on the console's list
 RESUBMISSION = re.compile(r"-(\d+)$")  # Canvas's "name-1.ipynb" for a file uploaded again
 SUFFIXES = (".ipynb", ".zip")
 
@@ -79,6 +83,9 @@ class Submission:
     rank: tuple = ()  # among one student's copies of an assignment, the highest counts
     picked: bool = False  # given by itself on the command line: the instructor's choice
     batch: str = ""  # the path given that this submission came from
+    identity: str = ""  # where student_id came from (the LMS's file name, a folder, a roster)
+    lms_submission_id: str = ""  # Canvas's submission id, when its file name has one
+    late_source: str = ""  # who said it was late
 
     def __post_init__(self):
         self.student_id = self.student_id or self.student
@@ -139,18 +146,30 @@ def _mostly(matches: int, total: int) -> bool:
     return total > 0 and matches >= max(1, (total + 1) // 2)
 
 
+def _canvas_match(name: str):
+    """Canvas's file-name pattern (anonymous downloads included), for a name that is not
+    Moodle's (Moodle's names are the more specific: they hold ``_assignsubmission_``)."""
+    if MOODLE_FLAT.match(name):
+        return None
+    return CANVAS_ANON.match(name) or CANVAS.match(name)
+
+
+def _flat_counts(children: list[Path]) -> tuple[int, int, int]:
+    """(files, Canvas names, Moodle names) among a flat folder's files."""
+    files = [c for c in children if not c.is_dir()]
+    canvas = sum(bool(_canvas_match(c.name)) for c in files)
+    moodle = sum(bool(MOODLE_FLAT.match(c.name)) for c in files)
+    return len(files), canvas, moodle
+
+
 def _is_canvas(children: list[Path]) -> bool:
-    files = [c for c in children if c.suffix.lower() in SUFFIXES]
-    return all(not c.is_dir() for c in children) and _mostly(
-        sum(bool(CANVAS.match(c.name)) for c in files), len(files)
-    )
+    n, canvas, moodle = _flat_counts(children)
+    return all(not c.is_dir() for c in children) and canvas > moodle and _mostly(canvas, n)
 
 
 def _is_moodle_flat(children: list[Path]) -> bool:
-    files = [c for c in children if not c.is_dir()]
-    return all(not c.is_dir() for c in children) and _mostly(
-        sum(bool(MOODLE_FLAT.match(c.name)) for c in files), len(files)
-    )
+    n, canvas, moodle = _flat_counts(children)
+    return all(not c.is_dir() for c in children) and moodle >= canvas and _mostly(moodle, n)
 
 
 def _is_moodle(children: list[Path]) -> bool:
@@ -202,6 +221,20 @@ def _refused_link(path: Path, student: str, where, student_id="") -> Submission:
     return sub
 
 
+def _without_notebook(student, where, student_id, folders: list, note: str) -> Submission:
+    """The submission of a student folder without a notebook: ``missing``, or, when it holds
+    other files (a PDF, a script), ``not-a-notebook`` naming them."""
+    others = []
+    for folder in folders:
+        for _dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__MACOSX"]
+            others += [f for f in sorted(filenames) if not f.startswith(".")]
+    if others:
+        return _sub(None, student, where, student_id, at=folders[0], status="not-a-notebook",
+                    note=_not_notebooks(others))  # fmt: skip
+    return _sub(None, student, where, student_id, at=folders[0], status="missing", note=note)
+
+
 def _from_folders(root: Path, subs: list, where):
     children = _visible(root)
     if not any(c.is_dir() for c in children if not c.is_symlink()) and not any(
@@ -210,16 +243,7 @@ def _from_folders(root: Path, subs: list, where):
         student = normalise_name(root.resolve().name)  # one student's folder, given by itself
         found = [c for c in children if c.suffix.lower() in SUFFIXES]
         if not found:
-            subs.append(
-                _sub(
-                    None,
-                    student,
-                    where,
-                    at=root,
-                    status="missing",
-                    note="no notebook in this folder",
-                )
-            )
+            subs.append(_without_notebook(student, where, "", [root], "no notebook in this folder"))
         for c in found:
             subs.append(
                 _refused_link(c, student, where)
@@ -239,13 +263,8 @@ def _from_folders(root: Path, subs: list, where):
             found = _notebooks_under(child)
             if not found:
                 subs.append(
-                    _sub(
-                        None,
-                        student,
-                        where,
-                        at=child,
-                        status="missing",
-                        note="no notebook in this student's folder",
+                    _without_notebook(
+                        student, where, "", [child], "no notebook in this student's folder"
                     )
                 )
             for p in found:
@@ -258,28 +277,70 @@ def _from_folders(root: Path, subs: list, where):
             subs.append(_sub(child, normalise_name(child.stem), where, rank=_rank(child)))
 
 
+def _canvas_identity(name: str):
+    """``(student, student_id, late, submission id, rest of the name, identity source)``
+    from a Canvas file name (an anonymous download's too), or None."""
+    if MOODLE_FLAT.match(name):
+        return None
+    a = CANVAS_ANON.match(name)
+    if a:
+        sid = f"anon_{a.group('anonid')}"
+        return (
+            sid,
+            sid,
+            bool(a.group("late")),
+            a.group("subid"),
+            a.group("rest"),
+            ("Canvas's anonymous file name"),
+        )
+    m = CANVAS.match(name)
+    if m:
+        return (normalise_name(m.group("login")), m.group("userid"), bool(m.group("late")),
+                m.group("subid"), m.group("rest"), "Canvas's file name (user id)")  # fmt: skip
+    return None
+
+
+def _not_notebooks(names: list) -> str:
+    shown = ", ".join(clean_text(n, max_chars=80) for n in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"handed in {shown}{more}, which is not a notebook: not graded"
+
+
 def _from_canvas(root: Path, subs: list, where, files=None):
+    others: dict = {}
     for child in files if files is not None else _visible(root):
+        hit = _canvas_identity(child.name)
         if child.suffix.lower() not in SUFFIXES:
+            if hit and not child.is_dir():
+                others.setdefault(hit[1], (hit, []))[1].append(child)
             continue
-        m = CANVAS.match(child.name)
-        student = normalise_name(m.group("login") if m else child.stem)
-        student_id = m.group("userid") if m else student
+        student, student_id = (hit[0], hit[1]) if hit else (normalise_name(child.stem),) * 2
         if child.is_symlink():
             subs.append(_refused_link(child, student, where, student_id))
             continue
-        if m:
-            resub = RESUBMISSION.search(Path(m.group("rest")).stem)
-            rank = (int(resub.group(1)) if resub else 0, int(m.group("subid")), 0, child.name)
+        if hit:
+            resub = RESUBMISSION.search(Path(hit[4]).stem)
+            rank = (int(resub.group(1)) if resub else 0, int(hit[3]), 0, child.name)
         else:
             rank = _rank(child)
-        sub = _sub(child, student, where, student_id, late=bool(m and m.group("late")), rank=rank)
-        if not m:
+        sub = _sub(child, student, where, student_id, late=bool(hit and hit[2]), rank=rank)
+        sub.identity = hit[5] if hit else "the file's name (not Canvas's pattern)"
+        sub.lms_submission_id = hit[3] if hit else ""
+        sub.late_source = "_LATE in Canvas's file name" if sub.late else ""
+        if not hit:
             sub.notes.append(
-                "file name does not follow Canvas's lastfirst_userid_submissionid_name "
-                "pattern; named after the file"
+                NEEDS_A_LOOK + "the file name does not follow Canvas's "
+                "lastfirst_userid_submissionid_name pattern (is the download mixed?); named "
+                "after the file: check whose it is"
             )
         subs.append(sub)
+    have = {s.student_id for s in subs}
+    for student_id, (hit, children) in others.items():
+        if student_id not in have:  # a student who handed in no notebook, only other files
+            sub = _sub(None, hit[0], where, student_id, at=children[0], status="not-a-notebook",
+                       note=_not_notebooks([c.name for c in children]))  # fmt: skip
+            sub.identity = hit[5]
+            subs.append(sub)
 
 
 def _from_moodle_flat(root: Path, subs: list, where):
@@ -297,26 +358,33 @@ def _from_moodle_flat(root: Path, subs: list, where):
             subs.append(_refused_link(child, student, where, student_id))
             continue
         sub = _sub(child, student, where, student_id, rank=_rank(child))
+        sub.identity = "Moodle's file name (participant id)" if m else "the file's name"
         if not m:
             sub.notes.append(
-                "file name does not follow Moodle's Full Name_id_assignsubmission_file_name "
-                "pattern; named after the file"
+                NEEDS_A_LOOK + "the file name does not follow Moodle's "
+                "Full Name_id_assignsubmission_file_name pattern (is the download mixed?); "
+                "named after the file: check whose it is"
             )
         subs.append(sub)
+    others: dict = {}
     for child in _visible(root):  # a participant who handed in only other files
         m = MOODLE_FLAT.match(child.name)
         if m and m.group("id") not in {s.student_id for s in subs}:
-            subs.append(
-                _sub(
-                    None,
-                    normalise_name(m.group("name")),
-                    where,
-                    m.group("id"),
-                    at=child,
-                    status="missing",
-                    note="no notebook in this student's submission",
-                )
-            )
+            others.setdefault((m.group("id"), m.group("name")), []).append(child)
+    for (student_id, name), children in others.items():
+        files = [MOODLE_FLAT.match(c.name).group("rest") for c in children]
+        subs.append(
+            _sub(
+                None,
+                normalise_name(name),
+                where,
+                student_id,
+                at=children[0],
+                status="not-a-notebook",
+                note=_not_notebooks(files),
+                identity="Moodle's file name (participant id)",
+            )  # fmt: skip
+        )
 
 
 def _from_moodle(root: Path, subs: list, where):
@@ -335,21 +403,22 @@ def _from_moodle(root: Path, subs: list, where):
         found = [p for folder in folders for p in _notebooks_under(folder)]
         if not found:
             subs.append(
-                _sub(
-                    None,
-                    student,
-                    where,
-                    student_id,
-                    at=folders[0],
-                    status="missing",
-                    note="no notebook in this student's submission",
+                _without_notebook(
+                    student, where, student_id, folders, "no notebook in this student's submission"
                 )
             )
         for p in found:
             subs.append(
                 _refused_link(p, student, where, student_id)
                 if p.is_symlink()
-                else _sub(p, student, where, student_id, rank=_rank(p))
+                else _sub(
+                    p,
+                    student,
+                    where,
+                    student_id,
+                    rank=_rank(p),
+                    identity="Moodle's folder name (participant id)",
+                )  # fmt: skip
             )
 
 
@@ -667,7 +736,7 @@ def collect(paths) -> Collection:
             layouts.append((str(given), layout))
         elif (
             given.suffix.lower() == ".zip"
-            and not CANVAS.match(given.name)
+            and not _canvas_identity(given.name)
             and not MOODLE_FLAT.match(given.name)
         ):
             layout, opened = _from_zip(given, subs, where, cleanup)
@@ -718,6 +787,10 @@ def _from_zip(given: Path, subs: list, where, cleanup: list) -> tuple[str, bool]
     if layout == "folders" and not any(c.is_dir() for c in _visible(root)):
         for s in subs[start:]:  # one student's own zip: named after the zip
             s.student = s.student_id = normalise_name(given.stem)
+            s.identity = "the zip's name"
+    elif layout != "folders" and _one_students_zip(subs[start:], root):
+        _own_zip(given, subs[start:], layout)
+        layout = "folders"
     refused = {s.student_id for s in subs[start:] if s.status == "refused"}
     subs[start:] = [
         s for s in subs[start:] if not (s.status == "missing" and s.student_id in refused)
@@ -725,21 +798,55 @@ def _from_zip(given: Path, subs: list, where, cleanup: list) -> tuple[str, bool]
     return f"zip of {layout}", True
 
 
+def _one_students_zip(found: list, root: Path) -> bool:
+    """A zip that holds one file named like an LMS download's (and nothing else) is one
+    student's own zip, not a download: a name a student chose never decides whose it is."""
+    files = [c for c in _visible(root) if not c.is_dir()]
+    return len({s.student_id for s in found}) == 1 and len(files) == 1
+
+
+def _own_zip(given: Path, found: list, layout: str) -> None:
+    for s in found:
+        named = s.student_id
+        s.student = s.student_id = normalise_name(given.stem)
+        s.identity = "the zip's name"
+        s.late = False
+        s.notes.append(
+            f"{NEEDS_A_LOOK}the zip holds one file named like a {layout} download's "
+            f"(student {named}): graded as the zip's own student, not as {named}; give "
+            "--student ID to say whose it is"
+        )
+
+
 def _from_file(given: Path, subs: list, where) -> str:
     """One notebook the instructor gave by itself (a Canvas or Moodle file, or any notebook):
     the instructor's choice among that student's copies. Returns the layout's name."""
     start = len(subs)
-    m, mf = CANVAS.match(given.name), MOODLE_FLAT.match(given.name)
+    m, mf = _canvas_identity(given.name), MOODLE_FLAT.match(given.name)
     if m:
         _from_canvas(given.parent, subs, where, files=[given])
         layout = "canvas file"
     elif mf:
         student = normalise_name(mf.group("name"))
-        subs.append(_sub(given, student, where, mf.group("id"), rank=_rank(given)))
+        subs.append(
+            _sub(
+                given,
+                student,
+                where,
+                mf.group("id"),
+                rank=_rank(given),
+                identity="Moodle's file name (participant id)",
+            )  # fmt: skip
+        )
         layout = "moodle file"
     else:
         student = normalise_name(given.parent.resolve().name or given.stem)
-        subs.append(_sub(given, student, where, rank=_rank(given)))
+        sub = _sub(given, student, where, rank=_rank(given), identity="its folder's name")
+        sub.notes.append(
+            f"{NEEDS_A_LOOK}named after its folder {student!r}: give --student ID to say "
+            "whose it is"
+        )
+        subs.append(sub)
         layout = "notebook"
     for s in subs[start:]:
         s.picked = True  # a file given by itself: the instructor's choice

@@ -9,12 +9,13 @@ is written).
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..course import Course, find_course
@@ -23,7 +24,7 @@ from . import feedback
 from . import gradebook as gb
 from . import gradebook_store as store
 from .assignments import load_templates
-from .collect import Submission, collect
+from .collect import NEEDS_A_LOOK, Submission, collect
 from .grade import Options, grade_submissions
 from .gradebook_view import standing_manual, view_records
 from .lms import Roster, RosterError, read_roster
@@ -59,6 +60,8 @@ class _Setup:
     old_records: list
     isolate: bool
     late_factor: float | None  # as given (None: the gradebook's, if it has one)
+    due: dict = field(default_factory=dict)  # assignment -> due time (ISO, UTC)
+    picks: dict = field(default_factory=dict)  # (key, assignment) -> the file picked to count
 
 
 def _grade_command(args) -> int:
@@ -108,6 +111,13 @@ def _open_db(args, setup: _Setup, manual_ids: dict, origin: str):
     for line in ([imported] if imported else []) + lines:
         print(line)
     setup.old_records = [st["record"] for st in db.row_states()]
+    for (key, assignment), mine in db.decisions_by_row().items():
+        picked = [d for d in mine if d.kind == "pick"]
+        if picked:
+            setup.picks[(key, assignment)] = picked[-1].comment
+    with db.transaction():  # due dates are remembered
+        setup.due = db.get_meta("due", {}) | setup.due
+        db.set_meta("due", setup.due)
     return db
 
 
@@ -118,6 +128,7 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
     rows, layouts, expected = _graded_rows(setup, templates, args)
     records, counts = _merged_records(setup, rows, templates, expected, manual_ids)
     db.store(rows, records, manual_ids, origin)
+    _record_picks(db, rows, setup.picks, origin)
     problems: list = []
     merged = 0
     changed: set = set()
@@ -140,8 +151,21 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
         for p in problems:
             print(f"  not merged: {p}")
     bad = _print_rows_to_look_at(rows)
-    print_pending(db, setup.out)
-    return 1 if bad or problems or unwritten else 0
+    changed_answers = print_pending(db, setup.out)
+    return 1 if bad or problems or unwritten or changed_answers else 0
+
+
+def _record_picks(db, rows: list, picks: dict, origin: str) -> None:
+    """A file given by itself counts: record that choice (once) as a ``pick`` decision."""
+    with db.transaction():
+        for r in rows:
+            picked = any(str(n).startswith("picked by the instructor") for n in r["notes"])
+            if picked and picks.get(row_key(r)) != r.get("shown"):
+                db.add_decision(
+                    "pick", r["student_id"], r["assignment"] or "",
+                    answer_sha256=(r.get("submitted") or {}).get("sha256", ""),
+                    comment=r.get("shown", ""), origin=origin,
+                )  # fmt: skip
 
 
 def _manual_decisions(db, path, manual_ids: dict, origin: str) -> tuple[int, list, set]:
@@ -170,11 +194,12 @@ def _manual_decisions(db, path, manual_ids: dict, origin: str) -> tuple[int, lis
     return len(found), problems, changed
 
 
-def print_pending(db, out) -> None:
-    """Say how many written answers wait for the instructor (and list the changed ones)."""
+def print_pending(db, out) -> int:
+    """Say how many written answers wait for the instructor (and list the changed ones);
+    return how many changed since they were scored."""
     waiting = db.pending()
     if not waiting:
-        return
+        return 0
     changed = [w for w in waiting if w.status == "changed"]
     print(
         f"{len(waiting)} written answer(s) pending ({len(changed)} changed since they were "
@@ -185,6 +210,7 @@ def print_pending(db, out) -> None:
             f"  changed: {w.student} [{w.student_id}] {w.assignment} {w.grade_id}: "
             f"{w.earlier.points:g} points were for an earlier text; pending again"
         )
+    return len(changed)
 
 
 def _setup(args) -> _Setup | str:
@@ -196,11 +222,13 @@ def _setup(args) -> _Setup | str:
     except Exception as exc:
         return str(exc)
     paths = list(args.paths or [])
-    if not paths and not args.manual:
+    if not paths and not args.manual and not getattr(args, "import_edits", False):
         return "give the submissions to grade (folders, notebooks or zips)"
     missing = [str(p) for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
     if missing:
         return f"no such file or folder: {', '.join(missing)} (nothing was written)"
+    if getattr(args, "student", None) and (len(paths) != 1 or Path(paths[0]).is_dir()):
+        return "--student ID goes with one notebook or zip given by its path (nothing was written)"
     if args.manual and not Path(args.manual).is_file():
         return f"--manual {args.manual}: no such file (nothing was written)"
     late_factor = getattr(args, "late_factor", None)
@@ -220,7 +248,11 @@ def _setup(args) -> _Setup | str:
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             return f"--out {out}: {exc}; choose another file (nothing was written)"
     isolate = not getattr(args, "unsafe_no_sandbox", False)
-    return _Setup(course, paths, roster, out, old_columns, old_records, isolate, late_factor)
+    try:
+        due = parse_due(getattr(args, "due", None))
+    except ValueError as exc:
+        return f"{exc} (nothing was written)"
+    return _Setup(course, paths, roster, out, old_columns, old_records, isolate, late_factor, due)
 
 
 def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]:
@@ -230,20 +262,22 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
         return [], [], set()
     collection = collect(setup.paths)
     subs = collection.submissions
+    if getattr(args, "student", None):
+        _given_student(subs, args.student)
     if setup.roster is not None:
         apply_roster(subs, setup.roster)
     picks = {
         (normalise_name(r["student_id"]).casefold(), r["assignment"]): r.get("file", "")
         for r in setup.old_records
         if "picked by the instructor" in r.get("notes", "")
-    }
+    } | setup.picks
     try:
         opts = Options(timeout=args.timeout, isolate=setup.isolate)
         seed = getattr(args, "seed", None)
         rows = grade_submissions(subs, templates, args.jobs, opts, seed, progress=True, picks=picks)
     finally:
         collection.close()
-    extra, expected = expected_missing(rows, subs, templates)
+    extra, expected = expected_missing(rows, subs, templates, setup.due)
     rows = [r for r in rows if r["status"] != "superseded"] + extra
     if setup.roster is not None:  # the roster gives every student's missing rows by assignment
         rows = [
@@ -256,6 +290,33 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
             )
         ]
     return rows, collection.layouts, expected
+
+
+def _say_what_is_replaced(new_records: list, old_records: list) -> None:
+    """A flagged file that replaces a row graded earlier from another file says what that row
+    had (a file of another assignment in an upload never replaces a row silently)."""
+    old = {gb.record_key(r): r for r in old_records}
+    for rec in new_records:
+        before = old.get(gb.record_key(rec))
+        if (
+            before is not None
+            and NEEDS_A_LOOK in rec.get("notes", "")
+            and before.get("file") != rec.get("file")
+            and before.get("status") != "missing"
+        ):
+            rec["notes"] += (
+                f"; {NEEDS_A_LOOK}replaces the earlier {rec['assignment']} row "
+                f"({before.get('total')} of {before.get('max')}, {before.get('file')}, "
+                f"status {before.get('status')})"
+            )
+
+
+def _given_student(subs: list, student_id: str) -> None:
+    """``--student ID``: the file graded by its path is this student's."""
+    for sub in subs:
+        sub.student_id = sub.student = normalise_name(student_id)
+        sub.identity = "--student on the command line"
+        sub.notes = [n for n in sub.notes if not str(n).startswith(NEEDS_A_LOOK)]
 
 
 def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_ids) -> tuple:
@@ -274,6 +335,7 @@ def _merged_records(setup: _Setup, rows: list, templates, expected: set, manual_
         )
     factor = 1.0 if late_factor is None else late_factor
     new_records = [_record(gb, r, factor) for r in rows]
+    _say_what_is_replaced(new_records, setup.old_records)
     records, counts = gb.merge_rows(  # written-answer points are decisions, not carried
         new_records, setup.old_records, {}, keep_names=setup.roster is None
     )
@@ -350,7 +412,8 @@ def _print_rows_to_look_at(rows: list) -> list:
     bad = [
         r
         for r in rows
-        if r["status"] != "ok" or any(str(n).startswith(NOT_IN_ROSTER) for n in r["notes"])
+        if r["status"] != "ok"
+        or any(str(n).startswith((NOT_IN_ROSTER, NEEDS_A_LOOK)) for n in r["notes"])
     ]
     if bad:
         print(f"{len(bad)} row(s) need a look:")
@@ -359,9 +422,14 @@ def _print_rows_to_look_at(rows: list) -> list:
                 f"  {r['student']}"
                 + (f" [{r['student_id']}]" if r["student_id"] != r["student"] else "")
                 + f" ({r['assignment'] or '?'}): {r['status']}"
-                + (f" - {r['notes'][0]}" if r["notes"] else "")
+                + (f" - {_first_note(r['notes'])}" if r["notes"] else "")
             )
     return bad
+
+
+def _first_note(notes: list) -> str:
+    """The note to show on the console: the first that asks for a look, else the first."""
+    return next((n for n in notes if str(n).startswith(NEEDS_A_LOOK)), notes[0])
 
 
 def _end_sandboxes_on_signals() -> dict:
@@ -422,8 +490,11 @@ def apply_roster(subs: list, roster) -> None:
             continue
         if sub.student_id != hit.id:
             sub.notes.append(f"matched to roster student {hit.id} by {sub.student_id!r}")
+            sub.identity = f"the roster, matched by {sub.student_id!r}"
         sub.student_id, sub.student = hit.id, hit.name
         if hit.late is not None and sub.path is not None:
+            if hit.late and not sub.late:
+                sub.late_source = "the Moodle worksheet's status"
             sub.late = sub.late or hit.late
 
 
@@ -449,7 +520,41 @@ def _missing_row(student_id, student, assignment, t, note) -> dict:
 UNREADABLE = ("refused", "not-json", "not-a-notebook", "empty", "too-large", "old-format")
 
 
-def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set]:
+def _wrong_assignment(r: dict, expected: str, due: dict) -> None:
+    """A file handed in for ``expected`` that is another assignment: graded as what it is,
+    listed as needing a look, and late by its own assignment's due date when it is known."""
+    own = r["assignment"]
+    r["notes"].append(
+        f"{NEEDS_A_LOOK}handed in with the {expected} submissions, but it is {own}: graded as {own}"
+    )
+    when = (r.get("submitted") or {}).get("mtime")
+    if own in due and when:
+        r["late"] = when > due[own]
+        r["late_source"] = f"the file's time {when} against {own}'s due date {due[own]}"
+        r["notes"].append(f"{'late' if r['late'] else 'on time'} by {own}'s due date {due[own]}")
+    elif r.get("late"):
+        r["notes"].append(
+            f"marked late for {expected}; {own}'s due date is not known (give --due {own}=DATE)"
+        )
+
+
+def parse_due(values) -> dict:
+    """``--due ASSIGNMENT=YYYY-MM-DD[THH:MM]`` (UTC; a date alone means its end) as
+    {assignment: ISO time}; raise ValueError for a value that is not one."""
+    out = {}
+    for given in values or []:
+        a, sep, when = str(given).partition("=")
+        m = re.fullmatch(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::(\d{2}))?)?Z?", when.strip())
+        if not sep or not a.strip() or not m:
+            raise ValueError(
+                f"--due {given!r}: give ASSIGNMENT=YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC)"
+            )
+        clock = f"{m.group(2)}:{m.group(3) or '00'}" if m.group(2) else "23:59:59"
+        out[a.strip()] = f"{m.group(1)}T{clock}Z"
+    return out
+
+
+def expected_missing(rows: list, subs: list, templates: dict, due=None) -> tuple[list, set]:
     """The assignment a download is for is the one most of its notebooks are (a clear
     majority). A student folder without a notebook, or a file that could not be read, fills
     that assignment's row (``missing``, or the file's status); a file uploaded to the wrong
@@ -493,10 +598,7 @@ def expected_missing(rows: list, subs: list, templates: dict) -> tuple[list, set
                 continue
             if row_key(r)[0] in have:
                 continue
-            r["notes"].append(
-                f"handed in with the {expected} submissions, but it is {r['assignment']}: "
-                f"graded as {r['assignment']}"
-            )
+            _wrong_assignment(r, expected, due or {})
             extra.append(
                 _missing_row(
                     r["student_id"],

@@ -49,6 +49,7 @@ from ..sandbox.report_schema import check_report
 from . import report as said
 from .assignments import expected_cases, identify, job_questions, load_templates
 from .collect import Rejected, Submission, collect, read_notebook
+from .recognise import recognise_answers
 from .row import UNISOLATED_NOTE, graded_row, resolve_copies, ungraded_row, without_paths
 from .untrusted import clean_row, clean_text
 
@@ -132,6 +133,7 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
         program = build_program(t.template, notebook_cells(nb))
     except SourceTooLarge as exc:
         return ungraded_row(sub, "too-large", notes + [str(exc)], assignment, t.questions)
+    recognise_answers(program, t.template)  # answer cells whose metadata was lost
     notes += program.notes
     specs = job_questions(t, seed)
     run = _run_until_reported(program, specs, opts)

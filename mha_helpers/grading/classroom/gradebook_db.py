@@ -193,6 +193,21 @@ class Result:
     counted: bool
 
 
+def _state(r) -> dict:
+    """A row's stored state from its database row."""
+    return {
+        "key": r["student_key"],
+        "assignment": r["assignment"],
+        "student_id": r["student_id"],
+        "student": r["student"],
+        "submission_id": r["submission_id"],
+        "file_sha256": r["file_sha256"],
+        "record": json.loads(r["record"]),
+        "written": json.loads(r["written"]),
+        "updated_at": r["updated_at"] or "",
+    }
+
+
 def _decision(r) -> Decision:
     return Decision(
         r["id"],
@@ -280,22 +295,7 @@ class Gradebook:
         file_sha256, record`` (the automatic record) and ``written`` ({grade_id: [sha256, max,
         answered]})."""
         sql = "SELECT * FROM rows" + (" WHERE assignment = ?" if assignment else "")
-        out = []
-        for r in self.conn.execute(sql, (assignment,) if assignment else ()):
-            out.append(
-                {
-                    "key": r["student_key"],
-                    "assignment": r["assignment"],
-                    "student_id": r["student_id"],
-                    "student": r["student"],
-                    "submission_id": r["submission_id"],
-                    "file_sha256": r["file_sha256"],
-                    "record": json.loads(r["record"]),
-                    "written": json.loads(r["written"]),
-                    "updated_at": r["updated_at"] or "",
-                }
-            )
-        return out
+        return [_state(r) for r in self.conn.execute(sql, (assignment,) if assignment else ())]
 
     def decisions(self, student_id=None, assignment=None, kind=None) -> list[Decision]:
         """Decisions, oldest first, optionally of one student, assignment and kind."""
@@ -444,10 +444,11 @@ class Gradebook:
 
     def find_row(self, student_id: str, assignment: str) -> dict | None:
         """The stored state of one row (see :meth:`row_states`), or None."""
-        for st in self.row_states(assignment):
-            if st["key"] == student_key(student_id):
-                return st
-        return None
+        r = self.conn.execute(
+            "SELECT * FROM rows WHERE student_key = ? AND assignment = ?",
+            (student_key(student_id), assignment),
+        ).fetchone()
+        return None if r is None else _state(r)
 
     def record_manual(
         self,
