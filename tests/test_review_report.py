@@ -280,6 +280,10 @@ def test_the_report_tallies_the_mistakes_the_judge_named(tmp_path):
     data = report_data(records, load_results(book), questions_for(A), A)
     assert data["mistakes"]["q03_d_head"] == [("bare reshape", 2)]
     assert len(data["pending"][Q]) == 4 and data["look"] == []
+    # an ok row that grade listed as needing a look is listed here too
+    records[1]["notes"] = "3 cells ran; not in the roster (r.csv): graded, but check who this is"
+    data = report_data(records, load_results(book), questions_for(A), A)
+    assert [r["student_id"] for r in data["look"]] == ["1002"]
 
 
 def test_identical_code_is_found_after_renaming_and_the_solution_is_left_out():

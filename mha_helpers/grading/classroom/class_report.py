@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from . import gradebook as gb
+from .collect import NEEDS_A_LOOK
 from .review_store import solution_cells, student_key, verdict_results
 from .similarity import identical_pairs
 from .untrusted import clean_text
@@ -73,10 +74,28 @@ def report_data(records: list, results: dict, questions: list, assignment: str) 
         "full": full,
         "mistakes": mistakes,
         "pending": pending,
-        "look": [r for r in rows if r["status"] != "ok"],
+        "look": [r for r in rows if r["status"] != "ok" or _flagged(r)],
         "late": [r for r in rows if r.get("late") == "yes"],
         "has_results": bool(results),
     }
+
+
+# The notes that put an ``ok`` row on grade's list of rows to look at (commands.NOT_IN_ROSTER,
+# collect.NEEDS_A_LOOK).
+_LOOK_NOTES = ("not in the roster", NEEDS_A_LOOK)
+
+
+def _notes(r) -> list:
+    return [n for n in str(r.get("notes") or "").split("; ") if n]
+
+
+def _flagged(r) -> bool:
+    return any(n.startswith(_LOOK_NOTES) for n in _notes(r))
+
+
+def _first_note(r) -> str:
+    notes = _notes(r)
+    return next((n for n in notes if n.startswith(_LOOK_NOTES)), notes[0] if notes else "")
 
 
 def _figure(width=6.4, height=3.2):
@@ -210,7 +229,7 @@ def _sections(data: dict, found: dict | None) -> list[str]:
         "<h2>Rows that need a look</h2>"
         + _table(
             ["student", "status", "first note"],
-            [[_who(r), r["status"], (r.get("notes") or "").split("; ")[0]] for r in data["look"]],
+            [[_who(r), r["status"], _first_note(r)] for r in data["look"]],
         )
     )
     p_rows = [
