@@ -393,3 +393,28 @@ def test_the_report_page_has_its_figures_beside_it_with_alt_text_and_escapes_nam
     assert "<img src=x" not in text and "&lt;img src=x" in text
     assert "prefers-color-scheme:dark" in text
     assert "Not compared" in text  # no submissions given: said, not silently empty
+
+
+def test_recording_never_overwrites_a_csv_changed_by_hand(db_book, tmp_path):
+    from mha_helpers.grading.classroom.assignments import load_templates
+    from mha_helpers.grading.course import find_course
+
+    templates = load_templates(find_course())
+    result, _, _ = _record_all(db_book, tmp_path)  # a first round: the CSV is written and known
+    assert result.recorded == 3
+    result, _, _ = record_decisions(
+        db_book,
+        [_decisions(tmp_path / "e.json", [{"student_id": "1004", "sha256": _sha("1004"),
+                                           "points": 1}])],
+        MANUAL, None, templates,
+    )  # fmt: skip
+    columns, records = gb.read_gradebook(db_book)
+    next(r for r in records if r["student_id"] == "1001")[Q] = "0"  # a hand edit
+    gb.write_gradebook(records, db_book, [c for c in columns if c.startswith("q03")])
+    text = db_book.read_text()
+    f = _decisions(tmp_path / "f.json", [{"student_id": "1003", "sha256": _sha("1003"),
+                                          "points": 2}])  # fmt: skip
+    with pytest.raises(ValueError, match="changed by hand"):
+        record_decisions(db_book, [f], MANUAL, None, templates)
+    assert db_book.read_text() == text  # the hand edit is still there, nothing recorded
+    assert {a.student_id: a.points for a in review_answers(db_book, A, Q)}["1003"] == 1.5

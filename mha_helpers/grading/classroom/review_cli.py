@@ -51,6 +51,12 @@ def add_parsers(sub, add_course_option) -> None:
         "given too, a decision for an answer that has changed since is refused",
     )
     p.add_argument("--feedback", type=Path, help="with --record: the feedback folder to update")
+    p.add_argument(
+        "--import-edits",
+        action="store_true",
+        help="with --record: keep hand edits of the gradebook CSV as decisions (without it, a "
+        "CSV changed by hand stops the command, and nothing is written)",
+    )
     add_course_option(p)
     p.set_defaults(func=_review)
 

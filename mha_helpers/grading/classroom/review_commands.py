@@ -147,7 +147,9 @@ def _record(args, book: Path, templates, manual_ids, roster) -> int:
         return _usage("review", f"--record: no such file: {', '.join(absent)}")
     current = _current(args, templates, roster, book)
     try:
-        result, _, records = record_decisions(book, files, manual_ids, current, templates)
+        result, _, records = record_decisions(
+            book, files, manual_ids, current, templates, getattr(args, "import_edits", False)
+        )
     except ValueError as exc:
         return _usage("review", str(exc))
     print(

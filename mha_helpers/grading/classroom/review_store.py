@@ -367,7 +367,12 @@ class Recorded:
 
 
 def record_decisions(
-    gradebook, files: list, manual_ids: dict, current: dict | None = None, templates=None
+    gradebook,
+    files: list,
+    manual_ids: dict,
+    current: dict | None = None,
+    templates=None,
+    import_edits: bool = False,
 ):
     """Record decisions files into the gradebook. ``current`` (optional): (student key,
     assignment, grade_id) -> the sha256 of the answer as it is now; a decision for another
@@ -376,7 +381,7 @@ def record_decisions(
     from .review_decisions import DecisionsError, read_decisions
 
     if uses_database(gradebook):
-        return _record_in_database(gradebook, files, manual_ids, templates)
+        return _record_in_database(gradebook, files, manual_ids, templates, import_edits)
     out = Recorded()
     columns, records = gb.read_gradebook(gradebook)
     by_key = {gb.record_key(r): r for r in records if r.get("status") != "superseded"}
@@ -434,7 +439,7 @@ def record_decisions(
     return out, columns, records
 
 
-def _record_in_database(gradebook, files: list, manual_ids: dict, templates=None):
+def _record_in_database(gradebook, files, manual_ids: dict, templates=None, import_edits=False):
     """:func:`record_decisions` on the gradebook database: each decision through
     ``record_manual`` (which refuses a decision for a text that is no longer the answer),
     then the CSV rewritten from the database's view. A CSV changed by hand since mha-course
@@ -446,9 +451,13 @@ def _record_in_database(gradebook, files: list, manual_ids: dict, templates=None
     out = Recorded()
     with Gradebook.open(gradebook, create=False) as db:
         if Path(gradebook).suffix.lower() == ".csv" and Path(gradebook).is_file():
-            refusal, _ = store.check_edits(db, gradebook, False, manual_ids, "review --record")
+            refusal, lines = store.check_edits(
+                db, gradebook, import_edits, manual_ids, "review --record"
+            )
             if refusal:
                 raise ValueError(refusal)
+            for line in lines:
+                print(line)
         for f in files:
             try:
                 meta, decisions = read_decisions(f, manual_ids)
