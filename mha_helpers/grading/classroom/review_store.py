@@ -155,22 +155,20 @@ def solution_cells(course, assignment: str) -> dict:
 # --- the verdicts beside the gradebook -------------------------------------------------------
 
 
-def results_path(gradebook) -> Path:
+def _beside(gradebook, suffix: str) -> Path:
+    """``gradebook.csv`` -> ``gradebook<suffix>`` (any other name: the name plus suffix)."""
     g = Path(gradebook)
-    return (
-        g.with_name(g.name + ".results.json")
-        if g.suffix != ".csv"
-        else g.with_suffix(".results.json")
-    )
+    return g.with_suffix(suffix) if g.suffix.lower() == ".csv" else g.with_name(g.name + suffix)
+
+
+def results_path(gradebook) -> Path:
+    """Where grade keeps the verdicts' details: ``GRADEBOOK.results.json``."""
+    return _beside(gradebook, ".results.json")
 
 
 def decisions_path(gradebook) -> Path:
-    g = Path(gradebook)
-    return (
-        g.with_name(g.name + ".decisions.json")
-        if g.suffix != ".csv"
-        else g.with_suffix(".decisions.json")
-    )
+    """Where the CSV back end keeps the decisions: ``GRADEBOOK.decisions.json``."""
+    return _beside(gradebook, ".decisions.json")
 
 
 def _mistake_names(assignment: str) -> dict:
