@@ -302,7 +302,8 @@ function restore(){
   if(!saved){return;}
   cards.forEach(function(c){
     var s=saved[c.id];
-    if(s){score(c).value=s.p;comment(c).value=s.c;}
+    if(s&&s.p!==''){score(c).value=s.p;}  // never blank what the gradebook already holds
+    if(s&&s.c!==''){comment(c).value=s.c;}
   });
 }
 function go(i){
