@@ -598,3 +598,43 @@ def test_an_answer_cell_retyped_without_metadata_is_recognised_or_flagged(tmp_pa
     assert rows["bob"]["q03_concat_project"] == "0"
     assert "needs a look: answer cell q03_concat_project not found" in rows["bob"]["notes"]
     assert "bob" in text.split("need a look:")[1]
+
+
+def test_late_set_to_no_by_hand_is_an_extension_and_a_notebook_by_path_needs_its_student(
+    tmp_path, capsys
+):
+    dl = tmp_path / "canvas"
+    _put(dl, "perezana_LATE_1001_9001_03.ipynb", make_notebook())
+    loose = _put(tmp_path / "inbox", "from_email.ipynb", make_notebook())
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out, "--late-factor", "0.5")
+    text = out.read_text(encoding="utf-8")
+    out.write_text(text.replace('"yes","0.5"', '"no","0.5"'), encoding="utf-8")
+    assert grade(loose, "--out", out) == 2  # the hand edit first
+    capsys.readouterr()
+    assert grade(loose, "--out", out, "--import-edits") == 1
+    said = capsys.readouterr().out
+    rows = rows_of(out)
+    assert rows["1001"]["late"] == "no" and rows["1001"]["score"] == f"{FULL:g}"
+    assert "extension granted (late set to no in the CSV)" in rows["1001"]["notes"]
+    assert "named after its folder 'inbox'" in rows["inbox"]["notes"] and "inbox" in said
+    grade(dl, "--out", out)  # the regrade keeps the extension
+    assert rows_of(out)["1001"]["late"] == "no"
+
+
+def test_every_copy_is_kept_in_the_database_and_only_one_counts(tmp_path):
+    dl = tmp_path / "canvas"
+    _put(dl, "okaforben_1006_9007_03.ipynb", make_notebook({}))
+    _put(dl, "okaforben_1006_9008_03-1.ipynb", make_notebook())
+    out = tmp_path / "gb.csv"
+    grade(dl, "--out", out)
+    with Gradebook.open(out) as db:
+        copies = db.conn.execute(
+            "SELECT file, counted FROM submissions WHERE student_id = '1006' ORDER BY file"
+        ).fetchall()
+        counted = {r.submission_id for r in db.results(A03)}
+    assert [tuple(c) for c in copies] == [
+        ("canvas/okaforben_1006_9007_03.ipynb", 0),
+        ("canvas/okaforben_1006_9008_03-1.ipynb", 1),
+    ]
+    assert len(counted) == 1

@@ -3,13 +3,18 @@
 Nothing here runs student code: submissions are read as data, their programs run in
 :mod:`..sandbox`. This is the only place that imports the question banks (:mod:`.banks`).
 
-- the commands (:mod:`.commands`: ``grade``, ``check-solutions``, ``export``), the grader
-  (:mod:`.grade`) and ``validate`` (:mod:`.validate`, the learner's check before submitting);
+- the commands (:mod:`.commands`: ``grade``, ``check-solutions``; :mod:`.export`; the
+  gradebook's own, :mod:`.gradebook_commands`: ``pending``, ``adjust``, ``extend``,
+  ``remove``, ``merge``), the grader (:mod:`.grade`) and ``validate`` (:mod:`.validate`, the
+  learner's check before submitting);
 - the course: :mod:`.banks` (the reference answers), :mod:`.assignments` (templates and
   cases), :mod:`.release` (the exercises and the self-check data, the student copy);
 - the stages of grading: :mod:`.collect` (folders, Canvas and Moodle downloads, zips),
-  :mod:`.report` (the report in the grader's words), :mod:`.row` (one row per submission),
-  :mod:`.gradebook` (the CSV), :mod:`.feedback` (the students' files), :mod:`.lms` (Canvas and
-  Moodle rosters in, grades out);
+  :mod:`.recognise` (answer cells whose metadata was lost), :mod:`.report` (the report in the
+  grader's words), :mod:`.row` (one row per submission), the gradebook (:mod:`.gradebook_db`
+  the database and its API, :mod:`.gradebook_view` the decisions applied,
+  :mod:`.gradebook_store` the CSV view and hand edits, :mod:`.gradebook` the CSV itself),
+  :mod:`.feedback` (the students' files), :mod:`.lms` (Canvas and Moodle rosters in, grades
+  out);
 - :mod:`.untrusted`: the one cleaner of text that comes from outside.
 """

@@ -62,6 +62,7 @@ class _Setup:
     late_factor: float | None  # as given (None: the gradebook's, if it has one)
     due: dict = field(default_factory=dict)  # assignment -> due time (ISO, UTC)
     picks: dict = field(default_factory=dict)  # (key, assignment) -> the file picked to count
+    copies: list = field(default_factory=list)  # this run's copies that do not count
 
 
 def _grade_command(args) -> int:
@@ -127,7 +128,8 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
     t0 = time.perf_counter()
     rows, layouts, expected = _graded_rows(setup, templates, args)
     records, counts = _merged_records(setup, rows, templates, expected, manual_ids)
-    db.store(rows, records, manual_ids, origin)
+    kinds = {a: {q.grade_id: q.kind for q in t.questions} for a, t in templates.items()}
+    db.store(rows, records, manual_ids, origin, copies=setup.copies, kinds=kinds)
     _record_picks(db, rows, setup.picks, origin)
     problems: list = []
     merged = 0
@@ -278,6 +280,7 @@ def _graded_rows(setup: _Setup, templates: dict, args) -> tuple[list, list, set]
     finally:
         collection.close()
     extra, expected = expected_missing(rows, subs, templates, setup.due)
+    setup.copies = [r for r in rows if r["status"] == "superseded"]
     rows = [r for r in rows if r["status"] != "superseded"] + extra
     if setup.roster is not None:  # the roster gives every student's missing rows by assignment
         rows = [

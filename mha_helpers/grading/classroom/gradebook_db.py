@@ -495,21 +495,28 @@ class Gradebook:
 
     # --- storing what grading found -----------------------------------------------------
 
-    def store(self, rows: list, records: list, manual_ids: dict, origin: str = "") -> None:
+    def store(
+        self, rows: list, records: list, manual_ids: dict, origin: str = "", copies=(), kinds=None
+    ) -> None:
         """Store a grading run in one transaction: a submission (with its results and
         written answers) for every row graded now, and every record (the automatic state of
         each row: graded now, kept, or a roster's missing row) as its row's state.
 
         ``rows`` are :mod:`.row` rows (with ``written`` {grade_id: text} and ``submitted``
         {size, sha256, mtime} when grading read them); ``records`` their flat gradebook
-        records, keyed like the rows; ``manual_ids`` {assignment: {grade_id: max points}}."""
+        records, keyed like the rows; ``manual_ids`` {assignment: {grade_id: max points}};
+        ``copies`` the rows of copies that do not count (stored as submissions, counted 0);
+        ``kinds`` {assignment: {grade_id: kind}} the questions' kinds, for :meth:`results`."""
         stamp = now()
+        self._kinds = kinds or {}
         by_key = {}
         for row in rows:
             by_key[
                 (student_key(row.get("student_id") or row["student"]), row["assignment"] or "")
             ] = row
         with self.transaction():
+            for row in copies:
+                self._store_submission(row, manual_ids, stamp, origin, counted=0)
             for rec in records:
                 key = (student_key(rec["student_id"]), rec["assignment"] or "")
                 row = by_key.get(key)
@@ -528,23 +535,12 @@ class Gradebook:
         texts = row.get("written") or {}
         sub_id = None
         if row.get("status") != "missing":
-            sub_id = self.conn.execute(
-                "INSERT INTO submissions (student_key, student_id, student, assignment, file, "
-                "size, sha256, identity_source, lms_user_id, lms_submission_id, submitted_at, "
-                "late, late_source, status, notes, graded_at, origin, counted) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
-                (key[0], rec["student_id"], rec["student"], key[1], rec.get("file", ""),
-                 sub.get("size"), sub.get("sha256"), row.get("identity", ""),
-                 row.get("lms_user_id", ""), row.get("lms_submission_id", ""),
-                 sub.get("mtime"), 1 if row.get("late") else 0, row.get("late_source", ""),
-                 rec.get("status"), rec.get("notes"), stamp, origin),
-            ).lastrowid  # fmt: skip
+            sub_id = self._store_submission(row, manual_ids, stamp, origin, counted=1, rec=rec)
             self.conn.execute(
                 "UPDATE submissions SET counted = 0 WHERE student_key = ? AND assignment = ? "
                 "AND id != ?",
                 (key[0], key[1], sub_id),
             )
-            self._store_results(sub_id, row, texts, manual_ids.get(key[1], {}))
         written = {}
         for gid, maximum in manual_ids.get(key[1], {}).items():
             text = texts.get(gid)
@@ -558,11 +554,34 @@ class Gradebook:
              json.dumps(rec), json.dumps(written), stamp, origin),
         )  # fmt: skip
 
-    def _store_results(self, sub_id: int, row: dict, texts: dict, manual: dict) -> None:
+    def _store_submission(self, row, manual_ids, stamp, origin, counted: int, rec=None) -> int:
+        """One file graded: its facts, its results and its written answers; returns its id."""
+        sub = row.get("submitted") or {}
+        key = (student_key(row.get("student_id") or row["student"]), row["assignment"] or "")
+        notes = rec.get("notes") if rec else "; ".join(map(str, row.get("notes") or []))
+        sub_id = self.conn.execute(
+            "INSERT INTO submissions (student_key, student_id, student, assignment, file, "
+            "size, sha256, identity_source, lms_user_id, lms_submission_id, submitted_at, "
+            "late, late_source, status, notes, graded_at, origin, counted) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key[0], row.get("student_id") or row["student"], row["student"], key[1],
+             (rec or {}).get("file") or row.get("shown", ""), sub.get("size"), sub.get("sha256"),
+             row.get("identity", ""), row.get("lms_user_id", ""),
+             row.get("lms_submission_id", ""), sub.get("mtime"), 1 if row.get("late") else 0,
+             row.get("late_source", ""), row.get("status"), notes, stamp, origin, counted),
+        ).lastrowid  # fmt: skip
+        kinds = getattr(self, "_kinds", {}).get(key[1], {})
+        self._store_results(
+            sub_id, row, row.get("written") or {}, manual_ids.get(key[1], {}), kinds
+        )
+        return sub_id
+
+    def _store_results(self, sub_id: int, row, texts: dict, manual: dict, kinds: dict) -> None:
         for gid, d in (row.get("questions") or {}).items():
+            kind = "manual" if gid in manual else kinds.get(gid, d.get("kind", ""))
             self.conn.execute(
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (sub_id, gid, "manual" if gid in manual else d.get("kind", ""), d.get("status"),
+                (sub_id, gid, kind, d.get("status"),
                  d.get("points"), d.get("max_points"), d.get("mistake"),
                  str(d.get("message") or "")),
             )  # fmt: skip
