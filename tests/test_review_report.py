@@ -418,3 +418,23 @@ def test_recording_never_overwrites_a_csv_changed_by_hand(db_book, tmp_path):
         record_decisions(db_book, [f], MANUAL, None, templates)
     assert db_book.read_text() == text  # the hand edit is still there, nothing recorded
     assert {a.student_id: a.points for a in review_answers(db_book, A, Q)}["1003"] == 1.5
+
+
+def test_usage_errors_exit_2_and_write_nothing(tmp_path, capsys):
+    from mha_helpers.cli import main
+
+    out = tmp_path / "pages"
+    assert main(["review", "--gradebook", str(tmp_path / "no.csv"), "--out", str(out)]) == 2
+    assert "no such gradebook" in capsys.readouterr().err
+    book = tmp_path / "gradebook.csv"
+    gb.write_gradebook([_record("1", "a"), {**_record("2", "b"), "assignment": "02_heads"}],
+                       book, QIDS)  # fmt: skip
+    assert (
+        main(["review", str(tmp_path / "typo"), "--gradebook", str(book), "--out", str(out)]) == 2
+    )
+    assert main(["review", "--gradebook", str(book), "--out", str(out)]) == 2  # no submissions
+    assert "give the submissions" in capsys.readouterr().err
+    zip_args = ["feedback-zip", "--to", "canvas", "--gradebook", str(book), "--feedback",
+                str(tmp_path), "--out", str(tmp_path / "f.zip")]  # fmt: skip
+    assert main(zip_args) == 2 and "choose it with --assignment" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "f.zip").exists()
