@@ -149,3 +149,36 @@ def test_scoring_a_group_and_two_answers_in_the_browser_reaches_gradebook_and_fe
     html = next((graded["feedback"] / A03).glob(f"*{scored_one}.html")).read_text()
     assert "the next layer" in html
     assert not any(COMMENT in t for s, t in md.items() if not s.endswith(scored_one))
+
+
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_review_page_and_the_report_pass_axe_in_light_and_dark(browser, graded, scheme):
+    """axe-core (WCAG A and AA) on the review page and the class report, in the reader's
+    light and dark settings: no serious or critical violation."""
+    try:
+        from axe_playwright_python.sync_playwright import Axe
+    except ImportError:
+        _skip_or_fail("axe-playwright-python is not installed (pip install -e '.[test]')")
+    report = graded["root"] / "report"
+    if not (report / A03 / "report.html").is_file():
+        assert main(["report", str(graded["dl"]), "--gradebook", str(graded["book"]),
+                     "--out", str(report)]) == 0  # fmt: skip
+    found = []
+    for path in (graded["page"], report / A03 / "report.html"):
+        page = browser.new_page(color_scheme=scheme, bypass_csp=True)
+        page.goto(path.as_uri())
+        page.evaluate(Axe().axe_script)
+        result = page.evaluate(
+            "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})", WCAG_TAGS
+        )
+        assert any(r["id"] == "color-contrast" for r in result["passes"])  # axe ran its rules
+        found += [
+            f"{path.name}: {v['id']} ({v['impact']}): {v['nodes'][0]['target']}"
+            for v in result["violations"]
+            if v["impact"] in ("serious", "critical")
+        ]
+        page.close()
+    assert found == []
