@@ -59,7 +59,12 @@ def scores(tmp_path, text, name="scores.csv") -> Path:
 def test_the_database_is_versioned_and_holds_submissions_results_and_answers(tmp_path):
     subs = tmp_path / "subs"
     write_nb(subs, "alice", make_notebook())
-    write_nb(subs, "bob", make_notebook(with_answer("q03_d_head", "d_head = 3"), written=None))
+    no_projection = (
+        "def concat_project(head_outputs, w_o):\n"
+        "    return np.concatenate([np.asarray(x) for x in head_outputs], axis=-1)\n"
+    )
+    answers = with_answer("q03_d_head", "d_head = 3") | {"q03_concat_project": no_projection}
+    write_nb(subs, "bob", make_notebook(answers, written=None))
     out = tmp_path / "gb.csv"
     assert grade(subs, "--out", out) == 0
     path = db_path(out)
@@ -262,6 +267,17 @@ def test_two_graders_databases_merge_without_losing_a_decision(tmp_path, capsys)
     assert "0 decision(s) added" in capsys.readouterr().out
     with Gradebook.open(main_gb) as db:
         assert any("ta1" in d.origin for d in db.decisions(kind="manual"))
+    # two graders score one answer differently: listed, the later stands, nothing is lost
+    other = scores(tmp_path, "student_id,grade_id,points\nbob,q03_explain,1\n", "mine.csv")
+    grade("--out", main_gb, "--manual", other, "--grader", "lead")
+    grade("--out", ta, "--manual", scores(tmp_path, "student_id,grade_id,points\nbob,q03_explain,0.5\n", "ta2.csv"), "--grader", "ta1")  # fmt: skip
+    capsys.readouterr()
+    assert run("merge", main_gb, ta) == 1
+    said = capsys.readouterr().out
+    assert "conflict: bob" in said and "the latest stands" in said
+    assert rows_of(main_gb)["bob"]["q03_explain"] == "0.5"
+    with Gradebook.open(main_gb) as db:
+        assert sorted(d.points for d in db.decisions(kind="manual")) == [0.5, 1.0, 2.0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,6 +495,7 @@ def test_a_students_zip_never_fills_a_classmates_row(tmp_path, capsys):
 
     with zipfile.ZipFile(own, "w") as zf:
         zf.writestr("okaforben_1006_9999_03.ipynb", nbformat.writes(make_notebook({})))
+        zf.writestr("notes.txt", "a file of the student's own")
     capsys.readouterr()
     assert grade(own, "--out", out) == 1
     text = capsys.readouterr().out

@@ -799,10 +799,10 @@ def _from_zip(given: Path, subs: list, where, cleanup: list) -> tuple[str, bool]
 
 
 def _one_students_zip(found: list, root: Path) -> bool:
-    """A zip that holds one file named like an LMS download's (and nothing else) is one
-    student's own zip, not a download: a name a student chose never decides whose it is."""
-    files = [c for c in _visible(root) if not c.is_dir()]
-    return len({s.student_id for s in found}) == 1 and len(files) == 1
+    """A zip in which names like an LMS download's give at most one student is one student's
+    own zip, not a download: a name a student chose never decides whose work it is."""
+    lms = {s.student_id for s in found if s.identity.startswith(("Canvas", "Moodle"))}
+    return len(lms) <= 1
 
 
 def _own_zip(given: Path, found: list, layout: str) -> None:
@@ -812,8 +812,8 @@ def _own_zip(given: Path, found: list, layout: str) -> None:
         s.identity = "the zip's name"
         s.late = False
         s.notes.append(
-            f"{NEEDS_A_LOOK}the zip holds one file named like a {layout} download's "
-            f"(student {named}): graded as the zip's own student, not as {named}; give "
+            f"{NEEDS_A_LOOK}the zip is not a {layout} download (its LMS-like names give one "
+            f"student at most): graded as the zip's own student, not as {named}; give "
             "--student ID to say whose it is"
         )
 

@@ -261,10 +261,11 @@ def manual_targets(records: list, path, manual_ids: dict) -> tuple[list, list[st
         ]
     rows = [{k: (v or "").strip() for k, v in zip(fields, r)} for r in table[1:]]
     owner = {gid: a for a, ids in manual_ids.items() for gid in ids}
+    index = _manual_index(records)
     found, problems = [], []
     for n, row in enumerate(rows, start=2):
         where = f"{Path(path).name} line {n}"
-        hit = _manual_line(records, row, owner, manual_ids)
+        hit = _manual_line(index, row, owner, manual_ids)
         if isinstance(hit, str):
             problems.append(f"{where}: {hit}")
         else:
@@ -272,24 +273,33 @@ def manual_targets(records: list, path, manual_ids: dict) -> tuple[list, list[st
     return found, problems
 
 
-def _manual_line(records: list, row: dict, owner: dict, manual_ids: dict):
+def _manual_index(records: list) -> dict:
+    """Records that can take written-answer points, by (assignment, "id" or "name", key)."""
+    index: dict = {}
+    for r in records:
+        if r["status"] in ("superseded", "excused"):
+            continue
+        index.setdefault(
+            (r["assignment"], "id", normalise_name(r["student_id"]).casefold()), []
+        ).append(r)
+        index.setdefault(
+            (r["assignment"], "name", normalise_name(r["student"]).casefold()), []
+        ).append(r)
+    return index
+
+
+def _manual_line(index: dict, row: dict, owner: dict, manual_ids: dict):
     """One scores line: ``(records, grade_id, points, comment)`` or what is wrong with it."""
     gid, pts = row.get("grade_id", ""), row.get("points", "")
     assignment = owner.get(gid)
     if assignment is None:
         return f"{gid!r} is not a written-answer question of the course"
-    mine = [
-        r
-        for r in records
-        if r["assignment"] == assignment and r["status"] not in ("superseded", "excused")
-    ]
     if row.get("student_id"):
         who = row["student_id"]
-        key = normalise_name(who).casefold()
-        targets = [r for r in mine if normalise_name(r["student_id"]).casefold() == key]
+        targets = index.get((assignment, "id", normalise_name(who).casefold()), [])
     else:
         who = normalise_name(row.get("student", ""))
-        targets = [r for r in mine if normalise_name(r["student"]).casefold() == who.casefold()]
+        targets = index.get((assignment, "name", who.casefold()), [])
         if len({r["student_id"] for r in targets}) > 1:
             return (
                 f"{len(targets)} students named {who!r} in {assignment} "

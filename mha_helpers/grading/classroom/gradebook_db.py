@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -81,7 +82,7 @@ CREATE TABLE IF NOT EXISTS submissions (
 CREATE INDEX IF NOT EXISTS submissions_key ON submissions (student_key, assignment);
 CREATE TABLE IF NOT EXISTS results (
     submission_id INTEGER NOT NULL, grade_id TEXT NOT NULL, kind TEXT, status TEXT,
-    points REAL, max_points REAL, mistake TEXT, message TEXT,
+    points REAL, max_points REAL, mistake TEXT, message TEXT, cause TEXT,
     PRIMARY KEY (submission_id, grade_id)
 );
 CREATE TABLE IF NOT EXISTS answers (
@@ -191,6 +192,7 @@ class Result:
     message: str
     submission_id: int
     counted: bool
+    cause: str | None = None  # the judge's diagnosis (what separates right from wrong), if any
 
 
 def _state(r) -> dict:
@@ -399,6 +401,7 @@ class Gradebook:
                 r["message"] or "",
                 r["submission_id"],
                 bool(r["counted"]),
+                r["cause"],
             )
 
     def view(self, assignment=None) -> list[dict]:
@@ -579,11 +582,13 @@ class Gradebook:
     def _store_results(self, sub_id: int, row, texts: dict, manual: dict, kinds: dict) -> None:
         for gid, d in (row.get("questions") or {}).items():
             kind = "manual" if gid in manual else kinds.get(gid, d.get("kind", ""))
+            cause = d.get("diagnosis")
+            cause = "; ".join(map(str, cause)) if isinstance(cause, list) else cause
             self.conn.execute(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (sub_id, gid, kind, d.get("status"),
                  d.get("points"), d.get("max_points"), d.get("mistake"),
-                 str(d.get("message") or "")),
+                 str(d.get("message") or ""), cause or None),
             )  # fmt: skip
         for gid, maximum in manual.items():
             text = texts.get(gid) or ""
@@ -702,13 +707,17 @@ class Gradebook:
         )  # fmt: skip
 
     def _conflicts(self) -> list[str]:
-        """Written answers given different points for the same text by different origins."""
+        """Written answers given different points for the same text by different graders
+        (the ``(by NAME)`` of their origins)."""
         out = []
         seen: dict = {}
         for d in self.decisions(kind="manual"):
             seen.setdefault((d.student_id, d.assignment, d.grade_id, d.answer_sha256), []).append(d)
         for (sid, a, gid, _), ds in sorted(seen.items()):
-            if len({d.points for d in ds}) > 1 and len({d.origin for d in ds}) > 1:
+            graders = {
+                (re.search(r"\(by ([^)]*)\)", d.origin) or [d.origin, d.origin])[1] for d in ds
+            }
+            if len({d.points for d in ds}) > 1 and len(graders) > 1:
                 given = ", ".join(f"{d.points:g} ({d.origin}, {d.created_at})" for d in ds)
                 out.append(f"{sid} {a} {gid}: {given}; the latest stands")
         return out

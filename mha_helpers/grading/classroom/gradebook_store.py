@@ -55,9 +55,13 @@ def open_for_csv(csv_path, manual_ids: dict, origin: str) -> tuple[Gradebook, st
     decisions). Returns the database and a line to print (empty when nothing was imported).
     Raises ValueError for a CSV that is not a gradebook, or a database too new."""
     csv_path = Path(csv_path)
+    records = None
+    if not db_path(csv_path).exists() and csv_path.exists():
+        _, records = gb.read_gradebook(csv_path)  # not a gradebook: raise before creating one
     db = Gradebook.open(db_path(csv_path))
     if db.is_empty() and db.get_meta("csv_sha256") is None and csv_path.exists():
-        _, records = gb.read_gradebook(csv_path)
+        if records is None:
+            _, records = gb.read_gradebook(csv_path)
         made = db.import_records(records, manual_ids, origin + ", imported from " + csv_path.name)
         with db.transaction():
             _remember(db, csv_path)
