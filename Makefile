@@ -73,13 +73,15 @@ check-solutions: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 
-## Re-take the README's pictures (docs/images/) in JupyterLab in headless Chromium, and the
-## website's lesson page at 1280 and 375 px in the light and dark themes (build/screenshots/).
+## Re-take the README's pictures (docs/images/) in JupyterLab in headless Chromium, the
+## website's lesson page at 1280 and 375 px in the light and dark themes (build/screenshots/),
+## and the instructor guide's review page and class report (docs/demo_class.py).
 screenshots: install
 	MHA_SCREENSHOTS_DIR="$(CURDIR)/docs/images" $(BIN)/python -m pytest -n0 -p no:cacheprovider \
 		tests/test_browser.py -k shape_explorer
 	$(BIN)/python site_src/build_site.py --quiet --screenshot docs/images/site_lesson.png \
 		--screenshots build/screenshots
+	MHA_SCREENSHOTS_DIR="$(CURDIR)/docs/images" $(BIN)/python docs/demo_class.py > /dev/null
 
 ## Build the course website into site/ from the stored notebook outputs (offline, no re-execution).
 site: install

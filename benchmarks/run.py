@@ -11,7 +11,8 @@ it ran on and every raw number, to ``benchmarks/results/latest.json``.
 Sections: attention (helper vs matmul floor, naive loop, PyTorch), notebooks (execution time
 of each lesson and solution), explorers (slider update times), grading (submissions per
 second), selfcheck (the learner's check: time per call, hint rate of a battery of wrong
-answers), site (the website's build time), tests (the whole test suite's duration; measured only
+answers), site (the website's build time), review (the written-answer review page's opening time
+in Chromium and the class report's build time, 200 students), tests (the whole test suite's duration; measured only
 when asked with --only tests).
 """
 
@@ -60,6 +61,7 @@ SECTIONS = {
     "grading": "bench_grading",
     "selfcheck": "bench_selfcheck",
     "site": "bench_site",
+    "review": "bench_review",
     "tests": "bench_tests",
 }
 DEFAULT_OUT = HERE / "results" / "latest.json"

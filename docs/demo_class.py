@@ -75,7 +75,8 @@ put(
         dict(
             RIGHT,
             q03_concat_project="from mha_helpers import merge_heads\n\ndef concat_project(head_outputs, w_o):\n    return merge_heads(np.asarray(head_outputs)) @ w_o\n",
-        )
+        ),
+        written="Yes: W_O mixes the heads, so one head can change what another computes.",
     ),
 )
 put(
@@ -97,11 +98,21 @@ with zipfile.ZipFile(dl / "adamsfay_1006_5006_my_work.zip", "w") as z:
     )
 (dl / "moragus_1007_5007_notes.ipynb").write_text("my notes, not a notebook\n")
 put("zhangwei_300001_5008_03.ipynb", nb())  # two students called Zhang Wei
-put(
+put(  # the class's written answer again, in other case and spacing
     "zhangwei_LATE_300002_5009_03.ipynb",
-    nb(dict(RIGHT, q03_concat_vs_average='concat_vs_average = "a"')),
+    nb(
+        dict(RIGHT, q03_concat_vs_average='concat_vs_average = "a"'),
+        written="concatenation keeps each head's features in their own columns,\n"
+        "so W_O can weigh heads  differently.",
+    ),
 )
-put("mullerkai_1010_5010_03.ipynb", nb())
+put(
+    "mullerkai_1010_5010_03.ipynb",
+    nb(
+        written="No. W_O only adds up each head's own term <o_i W_O^(i)>; heads meet later, "
+        "in the residual stream and the next layer."
+    ),
+)
 put(
     "lindqvistsara_1011_5011_03.ipynb",
     nbformat.read(COURSE / "exercises" / "02_heads.ipynb", as_version=4),
@@ -251,3 +262,122 @@ shutil.copy(
     DEMO / "student-copy" / "exercises" / "mine.ipynb",
 )
 run("mha-course validate exercises/mine.ipynb", cwd=DEMO / "student-copy")
+
+
+# --- written answers by question, the class report, feedback through the LMS (issue 32) -----
+SHOTS = Path(os.environ.get("MHA_SCREENSHOTS_DIR", DEMO / "screenshots"))
+run(
+    f"mha-course review {dl} --roster {DEMO}/canvas_gradebook_export.csv "
+    f"--gradebook {DEMO}/gradebook.csv --out {DEMO}/review",
+    show="mha-course review ~/class/canvas_download --roster ~/class/canvas_gradebook_export.csv "
+    "--gradebook ~/class/gradebook.csv --out ~/class/review",
+)
+
+
+def score_in_browser(page_path, decisions_out, shot):
+    """What an instructor does on the page, by keyboard: a score per answer still to score
+    (Enter goes on to the next), one comment; then the download. Needs Playwright and
+    Chromium (skipped, with a message, without them)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("(Playwright is not installed: open the page yourself to score)\n")
+        return False
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        page = b.new_page(viewport={"width": 1100, "height": 1000}, accept_downloads=True)
+        page.goto(Path(page_path).as_uri())
+        for card in page.locator("section.card").all():
+            text = card.locator("pre.answer").inner_text()
+            if "mixes the heads" in text:
+                card.locator("input.score").fill("0.5")
+                card.locator("textarea.comment").fill(
+                    "W_O adds up the heads' terms; no head changes another's. Where do heads meet?"
+                )
+            elif "can weigh heads" in text:
+                card.locator("input.score").fill("1.5")
+                card.locator("textarea.comment").fill(
+                    "Right about the columns; say also where a head can use another's result."
+                )
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.evaluate(
+            "document.querySelector('section.card').scrollIntoView({block: 'start'});"
+            "window.scrollBy(0, -document.querySelector('header').offsetHeight - 8)"
+        )
+        page.screenshot(path=str(SHOTS / shot))
+        with page.expect_download() as d:
+            page.click("#download")
+        d.value.save_as(decisions_out)
+        b.close()
+    return True
+
+
+if score_in_browser(
+    DEMO / "review" / "03_concatenate_and_project" / "q03_explain.html",
+    DEMO / "decisions_q03_explain.json",
+    "review-page.png",
+):
+    run(
+        f"mha-course review --record {DEMO}/decisions_q03_explain.json --gradebook "
+        f"{DEMO}/gradebook.csv --feedback {DEMO}/feedback {dl} "
+        f"--roster {DEMO}/canvas_gradebook_export.csv",
+        show="mha-course review --record ~/Downloads/decisions_03_concatenate_and_project_"
+        "q03_explain.json --gradebook ~/class/gradebook.csv --feedback ~/class/feedback "
+        "~/class/canvas_download --roster ~/class/canvas_gradebook_export.csv",
+    )
+    run(
+        f"grep -A1 q03_explain {DEMO}/feedback/03_concatenate_and_project/perez-ana_1001.md",
+        show="grep -A1 q03_explain ~/class/feedback/03_concatenate_and_project/perez-ana_1001.md",
+    )
+run(
+    f"mha-course report {dl} --roster {DEMO}/canvas_gradebook_export.csv "
+    f"--gradebook {DEMO}/gradebook.csv --out {DEMO}/report",
+    show="mha-course report ~/class/canvas_download --roster ~/class/canvas_gradebook_export.csv "
+    "--gradebook ~/class/gradebook.csv --out ~/class/report",
+)
+run(
+    f"ls {DEMO}/report/03_concatenate_and_project",
+    show="ls ~/class/report/03_concatenate_and_project",
+)
+try:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        for scheme in ("light", "dark"):
+            page = b.new_page(viewport={"width": 900, "height": 1250}, color_scheme=scheme)
+            page.goto((DEMO / "report" / "03_concatenate_and_project" / "report.html").as_uri())
+            page.screenshot(path=str(SHOTS / f"class-report-{scheme}.png"))
+        b.close()
+except ImportError:
+    pass
+run(
+    f"mha-course feedback-zip --to canvas --gradebook {DEMO}/gradebook.csv "
+    f"--feedback {DEMO}/feedback --assignment 03_concatenate_and_project "
+    f"--out {DEMO}/canvas_feedback.zip && unzip -l {DEMO}/canvas_feedback.zip",
+    show="mha-course feedback-zip --to canvas --gradebook ~/class/gradebook.csv "
+    "--feedback ~/class/feedback --assignment 03_concatenate_and_project "
+    "--out ~/class/canvas_feedback.zip && unzip -l ~/class/canvas_feedback.zip",
+)
+run(
+    f"mha-course grade {md} --roster {DEMO}/moodle_worksheet.csv --late-factor 0.9 "
+    f"--out {DEMO}/moodle_gradebook.csv --feedback {DEMO}/moodle_feedback --jobs 2 "
+    f"--timeout 30 >/dev/null 2>&1; mha-course feedback-zip --to moodle --gradebook "
+    f"{DEMO}/moodle_gradebook.csv --feedback {DEMO}/moodle_feedback "
+    f"--out {DEMO}/moodle_feedback.zip && unzip -l {DEMO}/moodle_feedback.zip",
+    show="mha-course grade ~/class/moodle_download --roster ~/class/moodle_worksheet.csv "
+    "--late-factor 0.9 --out ~/class/moodle_gradebook.csv --feedback ~/class/moodle_feedback "
+    "--jobs 2 --timeout 30 >/dev/null; mha-course feedback-zip --to moodle --gradebook "
+    "~/class/moodle_gradebook.csv --feedback ~/class/moodle_feedback "
+    "--out ~/class/moodle_feedback.zip && unzip -l ~/class/moodle_feedback.zip",
+)
+run(
+    f"mha-course export {DEMO}/moodle_gradebook.csv --to moodle --roster "
+    f"{DEMO}/moodle_worksheet.csv --feedback {DEMO}/moodle_feedback "
+    f'--out {DEMO}/moodle_upload.csv; python3 -c "import csv; r = list(csv.DictReader('
+    f"open('{DEMO}/moodle_upload.csv'))); print(r[1]['Feedback comments'])\"",
+    show="mha-course export ~/class/moodle_gradebook.csv --to moodle --roster "
+    "~/class/moodle_worksheet.csv --feedback ~/class/moodle_feedback "
+    "--out ~/class/moodle_upload.csv  # then Bo Chen's Feedback comments cell:",
+)

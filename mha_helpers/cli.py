@@ -16,6 +16,10 @@ For instructors (inside the course folder, or with --course DIR):
                      [--course DIR] [--seed N] [--manual SCORES.csv] [--roster LMS.csv]
                      [--late-factor F] [--unsafe-no-sandbox]
     mha-course export GRADEBOOK.csv --to canvas|moodle --roster LMS.csv --out FILE.csv
+    mha-course review PATH ... --gradebook GRADEBOOK.csv --out DIR    written answers, by question
+    mha-course review --record DECISIONS.json --gradebook GRADEBOOK.csv [--feedback DIR]
+    mha-course report [PATH ...] --gradebook GRADEBOOK.csv --out DIR  the class at a glance
+    mha-course feedback-zip --to canvas|moodle --gradebook GRADEBOOK.csv --feedback DIR --out F.zip
     mha-course pending GRADEBOOK.csv    the written answers waiting to be scored
     mha-course adjust GRADEBOOK.csv STUDENT_ID ASSIGNMENT POINTS --reason TEXT
     mha-course extend GRADEBOOK.csv STUDENT_ID ASSIGNMENT [--waive] --reason TEXT
@@ -154,7 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(sub)
     _add_validate(sub)
     _add_decisions(sub)
+    _add_review(sub)
     return parser
+
+
+def _add_review(sub) -> None:
+    """``review``, ``report`` and ``feedback-zip`` (mha_helpers/grading/classroom/review_*)."""
+    from .grading.classroom import review_cli
+
+    review_cli.add_parsers(sub, _add_course_option)
 
 
 def _add_course_option(p) -> None:
@@ -339,6 +351,13 @@ def _add_export(sub) -> None:
         type=float,
         metavar="F",
         help="late policy for this export (default: the one in the gradebook)",
+    )
+    p.add_argument(
+        "--feedback",
+        type=Path,
+        metavar="DIR",
+        help="Moodle: put each student's feedback (verdicts, hints, comments) from DIR into "
+        "the worksheet's Feedback comments",
     )
     p.add_argument(
         "--overwrite",

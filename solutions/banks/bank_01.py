@@ -521,5 +521,13 @@ register(
         prompt="In two or three sentences: the token 'sat' needs both who sat ('cat') and where "
         "('mat'). Why can one attention head not deliver both independently of each other, and "
         "what would two heads change?",
+        extra={
+            "criteria": (
+                "1 point: one head's weights sum to 1, so 'cat' and 'mat' compete for the same "
+                "weight and their values are averaged into one vector",
+                "1 point: two heads have independent weights (each can attend fully to one "
+                "word) and their outputs stay in separate features of the concatenation",
+            )
+        },
     )
 )

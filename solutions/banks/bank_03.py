@@ -177,6 +177,14 @@ register(
         "head i's block of d_head rows. In two or three sentences: can W_O let one head "
         "change what another head computes or contributes? Where in a Transformer can a "
         "head make use of what another head found?",
+        extra={
+            "criteria": (
+                "1 point: no; each head's term o_i W_O^(i) depends only on its own output and "
+                "its own rows of W_O, and W_O adds the terms up",
+                "1 point: heads use each other's results after the sub-layer: the residual "
+                "stream, the feed-forward sub-layer, or a later layer's queries, keys and values",
+            )
+        },
     )
 )
 

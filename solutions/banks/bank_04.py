@@ -441,5 +441,13 @@ register(
         kind="manual",
         prompt="The lesson measured multi_head_attention for h = 1 ... 128 at fixed d_model: the "
         "FLOP count is constant, but the time need not be. Give two reasons.",
+        extra={
+            "criteria": (
+                "1 point per reason, 2 at most, such as: a fixed cost per head's matrix "
+                "product (one call per head); thin products with little arithmetic per "
+                "output, so memory traffic dominates; work the FLOP count leaves out (scaling, "
+                "softmax, masking over h * n^2 weights) grows with h",
+            )
+        },
     )
 )

@@ -465,5 +465,13 @@ register(
         kind="manual",
         prompt="In two or three sentences: without a padding mask, why do the outputs of the real "
         "tokens change when only the padding changes, and what does the padding mask change?",
+        extra={
+            "criteria": (
+                "1 point: without a mask the softmax runs over the padding keys too, so part of "
+                "each real token's weight (and the padding's values) enters its output",
+                "1 point: the mask sets padding keys' scores to minus infinity, so their "
+                "weights are exactly 0 and each sequence is computed as if alone",
+            )
+        },
     )
 )

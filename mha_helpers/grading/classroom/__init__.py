@@ -16,5 +16,10 @@ Nothing here runs student code: submissions are read as data, their programs run
   :mod:`.gradebook_store` the CSV view and hand edits, :mod:`.gradebook` the CSV itself),
   :mod:`.feedback` (the students' files), :mod:`.lms` (Canvas and Moodle rosters in, grades
   out);
+- after grading: ``review`` and ``report`` (:mod:`.review_commands`, options in
+  :mod:`.review_cli`): the written-answer page (:mod:`.review_page`) and its decisions file
+  (:mod:`.review_decisions`), the class report (:mod:`.class_report`, identical code:
+  :mod:`.similarity`), both through one adapter to the gradebook and the submissions
+  (:mod:`.review_store`); feedback packed for Canvas and Moodle (:mod:`.lms_feedback`);
 - :mod:`.untrusted`: the one cleaner of text that comes from outside.
 """

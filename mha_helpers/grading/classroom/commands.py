@@ -139,6 +139,10 @@ def _grade_into(args, setup: _Setup, db, templates: dict, manual_ids: dict, orig
     if args.manual:
         merged, problems, changed = _manual_decisions(db, args.manual, manual_ids, origin)
     view = store.write_view(db, setup.out, templates)
+    if rows:  # the verdicts' details (mistakes named) for mha-course report
+        from .review_store import save_results
+
+        save_results(rows, setup.out)
     print(
         f"wrote {setup.out}: {counts['added']} rows added, {counts['replaced']} replaced, "
         f"{counts['kept']} kept"

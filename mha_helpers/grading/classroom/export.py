@@ -19,6 +19,7 @@ from . import gradebook as gb
 from . import gradebook_store as store
 from .gradebook_db import Gradebook, db_path
 from .lms import RosterError, export_canvas, export_moodle, read_roster
+from .lms_feedback import moodle_comments
 from .untrusted import safe_console
 
 __all__ = ["export_command"]
@@ -129,7 +130,10 @@ def export_command(args) -> int:
         text, problems = export_canvas(records, roster, assignments, columns, overwrite,
                                        getattr(args, "scale", False))  # fmt: skip
     else:
-        text, problems = export_moodle(records, roster, assignments[0], qids, overwrite)
+        comments = moodle_comments(records, getattr(args, "feedback", None), assignments[0])
+        text, problems = export_moodle(
+            records, roster, assignments[0], qids, overwrite, comments=comments
+        )
     pending = [
         r for r in records if r["assignment"] in assignments and gb.to_float(r.get("pending")) > 0
     ]

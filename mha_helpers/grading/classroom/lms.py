@@ -441,12 +441,19 @@ def summary_comment(rec: dict, question_ids: list) -> str:
 
 
 def export_moodle(
-    records: list, roster: Roster, assignment: str, question_ids: list, overwrite: bool = False
+    records: list,
+    roster: Roster,
+    assignment: str,
+    question_ids: list,
+    overwrite: bool = False,
+    comments: dict | None = None,
 ) -> tuple[str, list[str]]:
     """The worksheet with ``Grade`` and ``Feedback comments`` filled, other cells untouched
     (text a spreadsheet would run as a formula neutralised, ``Identifier`` exact). A grade or
     a comment the worksheet already holds is kept unless ``overwrite``; conflicts are listed
-    (starting ``conflict:``)."""
+    (starting ``conflict:``). ``comments`` (student id -> text,
+    :func:`.lms_feedback.moodle_comments`) gives each student's whole feedback for the
+    comment; without it, a one-line summary."""
     problems, conflicts = [], []
     header = list(roster.header)
     col = {h: i for i, h in enumerate(header)}
@@ -480,7 +487,7 @@ def export_moodle(
             row[col[g]] = _kept(
                 row[col[g]].strip(), _fmt(value), overwrite, f"{who} grade", conflicts
             )
-            ours = safe_cell(summary_comment(rec, question_ids))
+            ours = safe_cell((comments or {}).get(s.id) or summary_comment(rec, question_ids))
             existing = row[col[fc]].strip()
             if existing and existing != ours and not overwrite:
                 conflicts.append(
