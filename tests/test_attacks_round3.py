@@ -466,6 +466,13 @@ def canvas(tmp_path_factory):
     put(dl / "hugeout_1007_5007_03.ipynb", huge)
     # 1008: an upload whose name is also a Moodle flat name for Ana (blank, newer)
     (dl / "eve_1008_5008_Perez Ana_1001_assignsubmission_file_hw.ipynb").write_text(blank)
+    # 1009, 1010: an assignment name in the notebook's metadata that is a path, and a formula
+    for sid, asg in (("1009", "../../../../escape_asg"), ("1010", "=1+2")):
+        nb = make_notebook(answers={}, written=None)
+        nb.metadata["mha_course"] = {"assignment": asg}
+        for c in nb.cells:
+            c.metadata.pop("nbgrader", None)
+        put(dl / f"meta_{sid}_{sid}9_hw.ipynb", nb)
     roster = base / "canvas_export.csv"
     roster.write_text(
         CANVAS_HEAD
@@ -538,6 +545,20 @@ def test_feedback_paths_stay_inside_the_feedback_folder(canvas):
         if f.suffix in (".md", ".html"):
             assert fb in f.resolve().parents, f"feedback written outside {fb}: {f}"
     assert not list(Path(canvas["base"]).parent.rglob("escape_here*"))
+
+
+def test_assignment_name_from_metadata_steers_no_path_and_no_formula(canvas):
+    """Attack 32 (paths and formulas through the notebook's own metadata): a notebook whose
+    mha_course.assignment is '../../../../escape_asg' or '=1+2' (and no grade_id) writes
+    nothing outside --feedback and no formula cell into the gradebook."""
+    fb = canvas["fb"].resolve()
+    for f in Path(canvas["base"]).parent.rglob("*escape_asg*"):
+        assert fb in f.resolve().parents, f"written outside the feedback folder: {f}"
+    for f in canvas["base"].rglob("*"):
+        if f.is_file() and f.suffix in (".md", ".html"):
+            assert fb in f.resolve().parents, f
+    cells = [c for rec in csv.reader(io.StringIO(canvas["gb"].read_text("utf-8-sig"))) for c in rec]
+    assert not [c for c in cells if _formula(c)], [c for c in cells if _formula(c)]
 
 
 def _formula(cell):
@@ -960,10 +981,60 @@ def hidden(tmp_path_factory):
     put(subs / "chan2" / "hw.ipynb", filled("02_heads", _channels_02(), added=[("setup", pre)]))
     put(subs / "persist" / "hw.ipynb",
         filled(A03, dict(CORRECT, q03_concat_project=PERSIST_FN), added=[("setup", pre)]))
+    put(subs / "memscan" / "hw.ipynb",
+        filled(A03, dict(CORRECT, q03_concat_project=MEMSCAN_FN),
+               added=[("setup", pre + MEMSCAN_SRC),
+                      ("q03_d_head", "_f = _scan()\nif _f:\n    raise ValueError('QZ' + _f[0])\n")]))
     gb = base / "gradebook.csv"
     fb = base / "feedback"
     rc, out, err, dt = grade([subs], gb, feedback=fb, timeout=9)
     return dict(base=base, gb=gb, fb=fb, rc=rc, out=out, err=err, public=public)
+
+
+MEMSCAN_SRC = (
+    "def _scan():\n"
+    "    import gc, sys, numpy as np\n"
+    "    found = []\n"
+    "    def look(v):\n"
+    "        if isinstance(v, np.ndarray) and v.dtype.kind == 'f' and v.ndim == 3:\n"
+    "            f = _fp(v)\n"
+    f"            if f not in {PUB_VAR}:\n"
+    "                found.append(f)\n"
+    "    for o in gc.get_objects():\n"
+    "        try:\n"
+    "            if isinstance(o, (list, tuple)):\n"
+    "                for v in o[:50]:\n"
+    "                    look(v)\n"
+    "                    if isinstance(v, (list, tuple)):\n"
+    "                        for w in v[:50]:\n"
+    "                            look(w)\n"
+    "            elif isinstance(o, dict):\n"
+    "                for v in list(o.values())[:50]:\n"
+    "                    look(v)\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "    f = sys._getframe()\n"
+    "    while f is not None:\n"
+    "        for v in list(f.f_locals.values()):\n"
+    "            look(v)\n"
+    "        f = f.f_back\n"
+    "    return found\n"
+)
+MEMSCAN_FN = (
+    "def concat_project(head_outputs, w_o):\n"
+    "    found = [x for x in _scan() if x != _fp(head_outputs)]\n"
+    "    raise ValueError('QZ' + (found[0] if found else _fp(head_outputs)))\n"
+)
+
+
+def test_hidden_cases_are_not_in_memory_while_student_code_runs(hidden):
+    """Attack 31 (issue 31.2, memory): a cell and the function walk the garbage collector's
+    objects and the call stack for arrays that are not public cases (the hidden cases waiting
+    to be called) and quote one in their error text, which is shown for cells and public cases."""
+    text = all_text(hidden["fb"], hidden["gb"], hidden["out"])
+    assert "memscan" in text
+    leaks = leaked(text, hidden["public"])
+    assert not leaks, leaks[:3]
 
 
 def _hidden_text(h):
@@ -1103,6 +1174,50 @@ def test_thirty_copies_in_one_upload_cost_a_bounded_time(tmp_path):
     assert (tmp_path / "gb.csv").exists(), so + se
     assert num(row(tmp_path / "gb.csv", "2002")["total"]) == 8
     assert dt < 3 * 2 + 10, f"one student's upload cost {dt:.1f} s"
+
+
+def test_twelve_notebooks_in_one_moodle_folder_cost_a_bounded_time(tmp_path):
+    """Attack 33 (issue 31.6, Moodle folders layout): one student's submission folder holds 12
+    different notebooks of the assignment, each spending 1.2 s in sleeps under every per-cell
+    limit; the classmate beside it is graded and the run at --timeout 2 stays under 3 x 2 s + 8 s."""
+    require_sandbox()
+    dl = tmp_path / "dl"
+    for k in range(12):
+        nb = make_notebook(
+            edit=lambda nb, k=k: [
+                nb.cells.insert(3, nbformat.v4.new_code_cell(f"import time\ntime.sleep(0.6)  # {k}.{j}"))
+                for j in range(2)
+            ]
+        )
+        put(dl / "Greedy G_512401_assignsubmission_file_" / f"hw_{k:02d}.ipynb", nb)
+    put(dl / "Calm C_512402_assignsubmission_file_" / "hw.ipynb", make_notebook())
+    rc, so, se, dt = grade([dl], tmp_path / "gb.csv", timeout=2, jobs=2)
+    assert (tmp_path / "gb.csv").exists(), so + se
+    assert num(row(tmp_path / "gb.csv", "512402")["total"]) == 8
+    assert dt < 3 * 2 + 8, f"one student's 12 notebooks cost {dt:.1f} s"
+
+
+def test_canvas_export_never_picks_one_of_two_lookalike_columns(canvas, tmp_path):
+    """Attack 34 (issue 30.4, careless instructor): the Canvas export has two columns that both
+    start with the exercise's number ('03 Concat and project v1 (111)' and '... v2 (222)',
+    a copy of the assignment). The export must not silently fill one of them."""
+    roster = tmp_path / "two_columns.csv"
+    lines = canvas["roster"].read_text("utf-8").splitlines()
+    head = lines[0].rsplit(",", 1)[0] + ",03 Concat and project v1 (111),03 Concat and project v2 (222)"
+    body = [lines[1] + ",10"] + [l.rsplit(",", 1)[0] + ",," for l in lines[2:]]
+    roster.write_text("\n".join([head] + body) + "\n", encoding="utf-8")
+    out = tmp_path / "canvas_import.csv"
+    rc, so, se, _ = cli("export", canvas["gb"], "--to", "canvas", "--roster", roster, "--out",
+                        out, "--assignment", A03)
+    if not out.exists():
+        return  # refused: safe
+    rdr = list(csv.reader(io.StringIO(out.read_text("utf-8-sig"))))
+    filled_cols = [h for i, h in enumerate(rdr[0]) if h.endswith(("(111)", "(222)"))
+                   and any(len(r) > i and r[i] for r in rdr[1:])]
+    assert not (filled_cols and rc == 0), f"silently filled {filled_cols}: {so}"
+    assert not filled_cols or ("111" in so + se and "222" in so + se), (
+        f"filled {filled_cols} without naming both columns: {so}{se}"
+    )
 
 
 def test_validate_never_runs_a_downloaded_notebook_unsandboxed(tmp_path):
