@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from grading_helpers import CORRECT, EXERCISE, make_notebook, require_sandbox  # noqa: E402
+from grading_helpers import CORRECT, make_notebook, require_sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 A03 = "03_concatenate_and_project"
@@ -86,7 +86,9 @@ def rows(gradebook):
 
 def row(gradebook, student_id, assignment=A03):
     found = [
-        r for r in rows(gradebook) if r["student_id"] == student_id and r["assignment"] == assignment
+        r
+        for r in rows(gradebook)
+        if r["student_id"] == student_id and r["assignment"] == assignment
     ]
     assert len(found) == 1, f"expected one row for {student_id}, got {found}"
     return found[0]
@@ -112,8 +114,11 @@ def filled(name, answers=None, added=(), written=None):
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if gid in answers:
             cell.source = answers[gid]
-        elif written is not None and cell.cell_type == "markdown" and gid and (
-            cell.metadata.get("nbgrader", {}).get("solution")
+        elif (
+            written is not None
+            and cell.cell_type == "markdown"
+            and gid
+            and (cell.metadata.get("nbgrader", {}).get("solution"))
         ):
             cell.source = written
     for after, src in reversed(list(added)):
@@ -163,8 +168,11 @@ def probe_nb(probe_src, after=None):
 
 
 def assert_probe_clean(r, which=("q03_d_head", "q03_identity_output", "q03_concat_vs_average")):
-    lost = [g for g in which if num(r[g]) != {"q03_d_head": 1, "q03_identity_output": 1,
-                                              "q03_concat_vs_average": 2}[g]]
+    lost = [
+        g
+        for g in which
+        if num(r[g]) != {"q03_d_head": 1, "q03_identity_output": 1, "q03_concat_vs_average": 2}[g]
+    ]
     assert not lost, f"probe(s) succeeded inside the sandbox: {lost}; row {r}"
 
 
@@ -179,7 +187,9 @@ FP_SRC = (
 
 
 def _fp(a):
-    return hashlib.sha256(np.ascontiguousarray(np.asarray(a, dtype=float)).tobytes()).hexdigest()[:10]
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(a, dtype=float)).tobytes()).hexdigest()[
+        :10
+    ]
 
 
 def _decode(x):
@@ -266,11 +276,22 @@ def moodle(tmp_path_factory):
     put(dl / "Bo Chen_512002_assignsubmission_file_ex03.ipynb", make_notebook(), OLD)
     put(dl / "Cy Dee_512003_assignsubmission_file_ex03.ipynb", make_notebook(), OLD)
     # M1: a display name ending like Ana's prefix
-    put(dl / "Ana Lúcia Souza_512001_assignsubmission_file_ x_512101_assignsubmission_file_hw.ipynb", blank)
+    put(
+        dl
+        / "Ana Lúcia Souza_512001_assignsubmission_file_ x_512101_assignsubmission_file_hw.ipynb",
+        blank,
+    )
     # M2: an uploaded file name that is Bo's prefix
-    put(dl / "Mallory Q_512102_assignsubmission_file_Bo Chen_512002_assignsubmission_file_hw.ipynb", blank)
+    put(
+        dl / "Mallory Q_512102_assignsubmission_file_Bo Chen_512002_assignsubmission_file_hw.ipynb",
+        blank,
+    )
     # M3: full-width digits (\d matches them, int() reads them) in a display name
-    put(dl / "Cy Dee_\uff15\uff11\uff12\uff10\uff10\uff13_assignsubmission_file__512103_assignsubmission_file_hw.ipynb", blank)
+    put(
+        dl
+        / "Cy Dee_\uff15\uff11\uff12\uff10\uff10\uff13_assignsubmission_file__512103_assignsubmission_file_hw.ipynb",
+        blank,
+    )
     # M4: a display name holding newlines and a forged CSV row for Ana
     put(dl / f"{FORGED}_512104_assignsubmission_file_hw.ipynb", blank)
     # M5: terminal escapes in the name and in a cell's error, then a crash (so a row needs a look)
@@ -293,6 +314,8 @@ def moodle(tmp_path_factory):
         written="<script>alert(2)</script> ![w](http://evil.example/w.png)",
     )
     put(dl / f"{EVIL_NAME_HTML}_512106_assignsubmission_file_hw.ipynb", html_nb)
+    # M7: a Cyrillic look-alike of Bo Chen's name ('о' is U+043E)
+    put(dl / "B\u043e Chen_512107_assignsubmission_file_hw.ipynb", make_notebook(written="mine"))
     gb = base / "gb" / "gradebook.csv"
     gb.parent.mkdir()
     fb = base / "feedback"
@@ -300,12 +323,12 @@ def moodle(tmp_path_factory):
     ws = base / "worksheet.csv"
     ws.write_text(
         MOODLE_WS_HEAD
-        + 'Participant 512001,\u200b=1+2,ana@uni.example,Submitted for grading,,10.00,Yes,'
+        + "Participant 512001,\u200b=1+2,ana@uni.example,Submitted for grading,,10.00,Yes,"
         '"Monday, 30 November 2026, 9:14 AM",-,\n'
-        'Participant 512002,Bo Chen,bo@uni.example,Submitted for grading,,10.00,Yes,'
+        "Participant 512002,Bo Chen,bo@uni.example,Submitted for grading,,10.00,Yes,"
         '"Monday, 30 November 2026, 9:15 AM","Monday, 30 November 2026, 10:01 AM",'
         "Plagiarism hearing: do not grade\n"
-        'Participant 512003,Cy Dee,cy@uni.example,Submitted for grading,0.00,10.00,Yes,'
+        "Participant 512003,Cy Dee,cy@uni.example,Submitted for grading,0.00,10.00,Yes,"
         '"Monday, 30 November 2026, 9:16 AM","Monday, 30 November 2026, 10:00 AM",\n',
         encoding="utf-8",
     )
@@ -371,7 +394,9 @@ def test_feedback_escapes_student_html_and_markdown(moodle):
         if f.suffix == ".html":
             low = text.lower()
             assert "<img" not in low and "<script" not in low, f"{f.name} holds a live tag"
-            live = re.findall(r"<[a-z][^>]*(?:href|src)\s*=\s*[\"']?(?:javascript:|http://evil)", low)
+            live = re.findall(
+                r"<[a-z][^>]*(?:href|src)\s*=\s*[\"']?(?:javascript:|http://evil)", low
+            )
             assert not live, f"{f.name} holds a live link {live}"
         else:
             # a Markdown image or link with the student's target must not render
@@ -381,12 +406,36 @@ def test_feedback_escapes_student_html_and_markdown(moodle):
             assert "<img" not in text and "<script" not in text, f"{f.name} holds raw HTML"
 
 
+def test_manual_points_typed_by_name_never_reach_a_lookalike(moodle, tmp_path):
+    """Attack 35 (issue 30.3, Unicode look-alike): a student names herself 'Bо Chen' (Cyrillic
+    о). The instructor's written-answer points typed for 'Bo Chen' go to Bo (512002) or are
+    refused as ambiguous; the look-alike (512107) never gets them."""
+    gbdir = tmp_path / "gb"
+    shutil.copytree(moodle["gb"].parent, gbdir)
+    gb = gbdir / "gradebook.csv"
+    manual = tmp_path / "written.csv"
+    manual.write_text("student,grade_id,points\nBo Chen,q03_explain,2\n", encoding="utf-8")
+    rc, so, se, _ = grade([], gb, "--manual", manual)
+    imp = row(gb, "512107")
+    assert imp["q03_explain"] in ("pending", ""), f"the look-alike got Bo's points: {imp}"
+
+
 def test_moodle_export_keeps_a_zero_grade_and_a_teachers_comment(moodle, tmp_path):
     """Attack 7 (issue 30.4, falsy values): the worksheet holds Cy's grade 0.00 (entered in
     Moodle after her submission) and a teacher's comment for Bo. Without --overwrite both stay."""
     out = tmp_path / "upload.csv"
-    rc, so, se, _ = cli("export", moodle["gb"], "--to", "moodle", "--roster", moodle["ws"],
-                        "--out", out, "--assignment", A03)
+    rc, so, se, _ = cli(
+        "export",
+        moodle["gb"],
+        "--to",
+        "moodle",
+        "--roster",
+        moodle["ws"],
+        "--out",
+        out,
+        "--assignment",
+        A03,
+    )
     assert out.exists(), so + se
     got = {r["Identifier"]: r for r in csv.DictReader(io.StringIO(out.read_text("utf-8-sig")))}
     cy, bo = got["Participant 512003"], got["Participant 512002"]
@@ -416,7 +465,10 @@ ROSTER_NAMES = {
 def _deep_json_notebook():
     d = 100_000
     return (
-        '{"cells": [], "metadata": {"x": ' + "[" * d + "]" * d + '}, "nbformat": 4, "nbformat_minor": 5}'
+        '{"cells": [], "metadata": {"x": '
+        + "[" * d
+        + "]" * d
+        + '}, "nbformat": 4, "nbformat_minor": 5}'
     )
 
 
@@ -487,8 +539,9 @@ def canvas(tmp_path_factory):
     gb = gbdir / "gradebook.csv"
     fb = base / "feedback"
     rc, out, err, dt = grade([dl], gb, "--roster", roster, feedback=fb, timeout=6)
-    return dict(base=base, dl=dl, gb=gb, gbdir=gbdir, fb=fb, roster=roster, rc=rc, out=out,
-                err=err, dt=dt)
+    return dict(
+        base=base, dl=dl, gb=gb, gbdir=gbdir, fb=fb, roster=roster, rc=rc, out=out, err=err, dt=dt
+    )
 
 
 def test_canvas_zip_symlink_to_a_classmates_file(canvas):
@@ -575,11 +628,31 @@ def test_exports_and_gradebook_neutralise_disguised_formulas(canvas, moodle, tmp
     zero-width space, a bidi override, a leading space, or as a full-width plus must be
     neutralised in the gradebook and both exports, as plain '=' is."""
     out_c = tmp_path / "canvas_import.csv"
-    cli("export", canvas["gb"], "--to", "canvas", "--roster", canvas["roster"], "--out", out_c,
-        "--assignment", A03)
+    cli(
+        "export",
+        canvas["gb"],
+        "--to",
+        "canvas",
+        "--roster",
+        canvas["roster"],
+        "--out",
+        out_c,
+        "--assignment",
+        A03,
+    )
     out_m = tmp_path / "moodle_upload.csv"
-    cli("export", moodle["gb"], "--to", "moodle", "--roster", moodle["ws"], "--out", out_m,
-        "--assignment", A03)
+    cli(
+        "export",
+        moodle["gb"],
+        "--to",
+        "moodle",
+        "--roster",
+        moodle["ws"],
+        "--out",
+        out_m,
+        "--assignment",
+        A03,
+    )
     bad = []
     for f in (canvas["gb"], out_c, out_m):
         assert f.exists(), f
@@ -592,8 +665,18 @@ def test_canvas_export_keeps_a_zero_and_a_lowercase_excused(canvas, tmp_path):
     """Attack 15 (issue 30.4, falsy and case variants): Canvas holds 0 for Ana and 'ex' for
     Ben; without --overwrite the import file must not carry 8 over either, and must say so."""
     out = tmp_path / "canvas_import.csv"
-    rc, so, se, _ = cli("export", canvas["gb"], "--to", "canvas", "--roster", canvas["roster"],
-                        "--out", out, "--assignment", A03)
+    rc, so, se, _ = cli(
+        "export",
+        canvas["gb"],
+        "--to",
+        "canvas",
+        "--roster",
+        canvas["roster"],
+        "--out",
+        out,
+        "--assignment",
+        A03,
+    )
     assert out.exists(), so + se
     rdr = list(csv.reader(io.StringIO(out.read_text("utf-8-sig"))))
     head = rdr[0]
@@ -615,8 +698,10 @@ def test_hand_edited_question_points_survive_a_regrade_of_someone_else(canvas, t
         rd = csv.reader(f)
         data = list(rd)
     head = data[0]
-    i_id, i_a, i_q = head.index("student_id"), head.index("assignment"), head.index(
-        "q03_concat_project"
+    i_id, i_a, i_q = (
+        head.index("student_id"),
+        head.index("assignment"),
+        head.index("q03_concat_project"),
     )
     for r in data[1:]:
         if r[i_id] == "1002" and r[i_a] == A03:
@@ -626,8 +711,9 @@ def test_hand_edited_question_points_survive_a_regrade_of_someone_else(canvas, t
                 r[head.index(k)] = str(num(r[head.index(k)]) - 1)
     with open(gb, "w", newline="", encoding="utf-8") as f:
         csv.writer(f, quoting=csv.QUOTE_ALL).writerows(data)
-    rc, so, se, _ = grade([canvas["dl"] / "perezana_1001_5001_03_concatenate_and_project.ipynb"],
-                          gb, timeout=6)
+    rc, so, se, _ = grade(
+        [canvas["dl"] / "perezana_1001_5001_03_concatenate_and_project.ipynb"], gb, timeout=6
+    )
     assert row(gb, "1002")["q03_concat_project"] == "3", (
         f"the instructor's edit was reverted (rc {rc}): {so}{se}"
     )
@@ -660,14 +746,29 @@ for p in {DEVICES!r}:
 if os.getuid() == 0 or os.geteuid() == 0 or os.getgid() == 0:
     _atk['identity_output'] = True
 """
-DEV_PROBE = "def stat_mode(st):\n    import stat as _s\n    return _s.S_IMODE(st.st_mode)\n" + DEV_PROBE
+DEV_PROBE = (
+    "def stat_mode(st):\n    import stat as _s\n    return _s.S_IMODE(st.st_mode)\n" + DEV_PROBE
+)
 
 
 def _env_probe(tmp):
     hosty = [str(ROOT), str(tmp), "/work/", "/root"]
-    paths = [str(ROOT), str(ROOT / "solutions"), str(tmp), "/work/main/solutions", "/work/shared",
-             "/root/.ssh", "/root/.bash_history", "/root/.cache", "/home", "/proc/self", "/sys/kernel", "/etc/shadow", "/var/run/docker.sock",
-             "/run/user"]
+    paths = [
+        str(ROOT),
+        str(ROOT / "solutions"),
+        str(tmp),
+        "/work/main/solutions",
+        "/work/shared",
+        "/root/.ssh",
+        "/root/.bash_history",
+        "/root/.cache",
+        "/home",
+        "/proc/self",
+        "/sys/kernel",
+        "/etc/shadow",
+        "/var/run/docker.sock",
+        "/run/user",
+    ]
     return f"""
 import os, sys, fnmatch
 for k, v in os.environ.items():
@@ -747,6 +848,27 @@ for target in (os.getppid(), 1, -1):
         pass
 """
 
+SYSCALL_PROBE = """
+import os, ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {'x86_64': {'sync': 162, 'syncfs': 306, 'inotify_init1': 294},
+      'aarch64': {'sync': 81, 'syncfs': 267, 'inotify_init1': 26}}.get(platform.machine(), {})
+if nr:
+    if libc.syscall(nr['sync']) == 0:
+        _atk['d_head'] = True
+    fd = os.open('/usr/bin/env', os.O_RDONLY)
+    if libc.syscall(nr['syncfs'], fd) == 0:
+        _atk['d_head'] = True
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        _atk['identity_output'] = True
+    except OSError:
+        pass
+    r = libc.syscall(nr['inotify_init1'], 0)
+    if r >= 0:
+        _atk['concat_vs_average'] = True
+"""
+
 FLOOD_ANSWERS = dict(
     CORRECT,
     q03_identity_output="identity_output = []\nfor _ in range(200000):\n    identity_output = [identity_output]\n",
@@ -769,14 +891,14 @@ def probes(tmp_path_factory):
     put(subs / "envp" / "hw.ipynb", probe_nb(_env_probe(base)))
     put(subs / "fill" / "hw.ipynb", probe_nb(FILL_PROBE))
     put(subs / "sig" / "hw.ipynb", probe_nb(SIG_PROBE, after=SIG_KILL))
+    put(subs / "sysc" / "hw.ipynb", probe_nb(SYSCALL_PROBE))
     flood = filled(A03, FLOOD_ANSWERS, added=[("q03_d_head", "print('q' * (30 << 20))")])
     put(subs / "flood" / "hw.ipynb", flood)
     gb = base / "gradebook.csv"
     fb = base / "feedback"
     rc, out, err, dt = grade([subs], gb, feedback=fb, timeout=9)
     after = {p: os.stat(p) for p in before}
-    return dict(base=base, gb=gb, fb=fb, rc=rc, out=out, err=err, dt=dt, before=before,
-                after=after)
+    return dict(base=base, gb=gb, fb=fb, rc=rc, out=out, err=err, dt=dt, before=before, after=after)
 
 
 def test_device_nodes_of_the_host_cannot_be_changed(probes):
@@ -821,6 +943,13 @@ def test_queued_signals_are_limited_and_kills_stay_inside(probes):
     assert_probe_clean(row(probes["gb"], "sig"), which=("q03_d_head",))
     v = row(probes["gb"], "vic")
     assert num(v["total"]) == 8 and v["status"] == "ok", v
+
+
+def test_machine_wide_calls_are_refused(probes):
+    """Attack 36 (issue 31.7): sync() and syncfs() (machine-wide writeback), posix_fadvise
+    DONTNEED (cache eviction of files other students share) and inotify_init1 (charged to the
+    grader's uid) must all be refused inside."""
+    assert_probe_clean(row(probes["gb"], "sysc"))
 
 
 def test_output_flood_and_deep_structures_through_the_report(probes):
@@ -872,14 +1001,13 @@ def test_nothing_persists_from_one_student_to_the_next(tmp_path):
     put(subs / "pa" / "hw.ipynb", probe_nb(PERSIST_PROBE))
     put(subs / "pb" / "hw.ipynb", probe_nb(PERSIST_PROBE))
     gb = tmp_path / "gradebook.csv"
-    before = {p: os.stat(p).st_mtime for p in ("/dev/zero", "/dev/null", "/dev/urandom")}
     grade([subs], gb, timeout=6, jobs=1)
     for s in ("pa", "pb"):
         assert_probe_clean(row(gb, s), which=("q03_d_head", "q03_identity_output"))
     for d in ("/tmp", "/var/tmp", "/dev/shm"):
         assert not list(Path(d).glob("atk-marker-*")), f"marker left on the host in {d}"
-    for p, m in before.items():
-        assert int(os.stat(p).st_mtime) != 1111111111, p
+    for p in ("/dev/zero", "/dev/null", "/dev/urandom"):
+        assert int(os.stat(p).st_mtime) != 1111111111, f"{p} carries the mark set inside"
 
 
 # --------------------------------------------------------------------------- hidden cases
@@ -921,26 +1049,25 @@ def _channels_01():
 
 
 def _channels_02():
-    stash = (
-        "    global weights_shape\n"
-        f"    if m[2:] not in {PUB_VAR}:\n"
-        "        weights_shape = m\n"
-    )
+    stash = f"    global weights_shape\n    if m[2:] not in {PUB_VAR}:\n        weights_shape = m\n"
     return {
         "q02_split_heads": (
-            "def split_heads(x, num_heads):\n    m = 'QZ' + _fp(x)\n" + stash
+            "def split_heads(x, num_heads):\n    m = 'QZ' + _fp(x)\n"
+            + stash
             + "    raise ValueError(m + ' ' + m)\n"
         ),
         "q02_merge_heads": (
             "def merge_heads(x):\n    m = 'QZ' + _fp(x)\n" + stash + "    return m\n"
         ),
         "q02_per_head_attention": (
-            "def per_head_attention(x, w_q, w_k, w_v, num_heads):\n    m = 'QZ' + _fp(x)\n" + stash
+            "def per_head_attention(x, w_q, w_k, w_v, num_heads):\n    m = 'QZ' + _fp(x)\n"
+            + stash
             + "    raise type(m, (ValueError,), {})(m)\n"
         ),
         "q02_full_layer": (
             "def multi_head_layer(x, w_q, w_k, w_v, w_o, num_heads, mask=None):\n"
-            "    import sys, warnings\n    m = 'QZ' + _fp(x)\n" + stash
+            "    import sys, warnings\n    m = 'QZ' + _fp(x)\n"
+            + stash
             + "    print(m); print(m, file=sys.stderr); warnings.warn(m)\n"
             "    raise OSError(2, m, m)\n"
         ),
@@ -976,15 +1103,26 @@ def hidden(tmp_path_factory):
     subs = base / "subs"
     public = public_fps("01_recap_self_attention", "02_heads", A03)
     pre = _hidden_preamble(public)
-    put(subs / "chan1" / "hw.ipynb",
-        filled("01_recap_self_attention", _channels_01(), added=[("setup", pre)]))
+    put(
+        subs / "chan1" / "hw.ipynb",
+        filled("01_recap_self_attention", _channels_01(), added=[("setup", pre)]),
+    )
     put(subs / "chan2" / "hw.ipynb", filled("02_heads", _channels_02(), added=[("setup", pre)]))
-    put(subs / "persist" / "hw.ipynb",
-        filled(A03, dict(CORRECT, q03_concat_project=PERSIST_FN), added=[("setup", pre)]))
-    put(subs / "memscan" / "hw.ipynb",
-        filled(A03, dict(CORRECT, q03_concat_project=MEMSCAN_FN),
-               added=[("setup", pre + MEMSCAN_SRC),
-                      ("q03_d_head", "_f = _scan()\nif _f:\n    raise ValueError('QZ' + _f[0])\n")]))
+    put(
+        subs / "persist" / "hw.ipynb",
+        filled(A03, dict(CORRECT, q03_concat_project=PERSIST_FN), added=[("setup", pre)]),
+    )
+    put(
+        subs / "memscan" / "hw.ipynb",
+        filled(
+            A03,
+            dict(CORRECT, q03_concat_project=MEMSCAN_FN),
+            added=[
+                ("setup", pre + MEMSCAN_SRC),
+                ("q03_d_head", "_f = _scan()\nif _f:\n    raise ValueError('QZ' + _f[0])\n"),
+            ],
+        ),
+    )
     gb = base / "gradebook.csv"
     fb = base / "feedback"
     rc, out, err, dt = grade([subs], gb, feedback=fb, timeout=9)
@@ -1060,7 +1198,9 @@ def test_hidden_inputs_do_not_leak_through_names_notes_and_shapes(hidden):
     leaks = leaked(fb, hidden["public"])
     assert not leaks, leaks[:3]
     prefixes = {p[:3] for p in hidden["public"]}
-    shapes = {int(n) for n in re.findall(r"(?<!\d)(\d{4,5})(?!\d)", fb) if 7000 <= int(n) < 7000 + 4096}
+    shapes = {
+        int(n) for n in re.findall(r"(?<!\d)(\d{4,5})(?!\d)", fb) if 7000 <= int(n) < 7000 + 4096
+    }
     hidden_shapes = sorted(n for n in shapes if f"{n - 7000:03x}" not in prefixes)
     assert not hidden_shapes, f"shapes encoding hidden inputs: {hidden_shapes}"
 
@@ -1089,29 +1229,82 @@ DETERMINISM_FN = (
 )
 
 
-def test_feedback_is_the_same_whatever_the_hidden_cases(tmp_path):
+TIMING_FN = (
+    "def concat_project(head_outputs, w_o):\n"
+    "    import numpy as np, time\n"
+    "    f = _fp(head_outputs)\n"
+    "    right = np.concatenate([np.asarray(x) for x in head_outputs], axis=-1) @ w_o\n"
+    f"    if f in {PUB_VAR}:\n"
+    "        return right\n"
+    "    if int(f, 16) % 2:\n"
+    "        time.sleep(2)\n"
+    "    return right + 1.0\n"
+)
+
+
+SEEDS = (11, 22, 33)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """Two students graded three times with three seeds (one run per seed)."""
+    require_sandbox()
+    base = tmp_path_factory.mktemp("seeded")
+    pre = [("setup", _hidden_preamble(public_fps(A03)))]
+    put(
+        base / "subs" / "bits" / "hw.ipynb",
+        filled(A03, dict(CORRECT, q03_concat_project=DETERMINISM_FN), added=pre),
+    )
+    put(
+        base / "subs" / "tick" / "hw.ipynb",
+        filled(A03, dict(CORRECT, q03_concat_project=TIMING_FN), added=pre),
+    )
+    runs = {}
+    for seed in SEEDS:
+        fb = base / f"fb{seed}"
+        gb = base / f"gb{seed}.csv"
+        grade([base / "subs"], gb, "--seed", seed, feedback=fb, timeout=2)
+        runs[seed] = dict(gb=gb, fb=fb)
+    return runs
+
+
+def _feedback_of(runs, student):
+    texts = []
+    for seed, r in runs.items():
+        md = sorted(r["fb"].rglob(f"{student}*.md"))
+        assert md, f"no feedback for {student} with seed {seed}"
+        texts.append(md[0].read_text("utf-8"))
+    return texts
+
+
+def _diff(texts):
+    return "\n---\n".join(
+        "\n".join(
+            x
+            for x in t.splitlines()
+            if "q03_concat_project" in x or "case" in x or x.startswith("Status")
+        )
+        for t in texts
+    )
+
+
+def test_feedback_is_the_same_whatever_the_hidden_cases(seeded):
     """Attack 27 (issue 31.2, exception-type and length channels): a function right on the
     public cases and, on hidden ones, raising one of 8 exception types with a message and
-    printed output whose lengths encode the input. Two runs with different seeds must give the
-    same feedback: anything that differs was read from the hidden cases."""
-    require_sandbox()
-    public = public_fps(A03)
-    nb = filled(A03, dict(CORRECT, q03_concat_project=DETERMINISM_FN),
-                added=[("setup", _hidden_preamble(public))])
-    put(tmp_path / "subs" / "bits" / "hw.ipynb", nb)
-    texts = []
-    for seed in (11, 22):
-        fb = tmp_path / f"fb{seed}"
-        grade([tmp_path / "subs"], tmp_path / f"gb{seed}.csv", "--seed", seed, feedback=fb,
-              timeout=6)
-        md = sorted(fb.rglob("*.md"))
-        assert md, f"no feedback with seed {seed}"
-        texts.append(md[0].read_text("utf-8"))
-        r = row(tmp_path / f"gb{seed}.csv", "bits")
-        assert num(r["q03_concat_project"]) == 0, r
-    assert texts[0] == texts[1], "feedback depends on the hidden cases:\n" + "\n".join(
-        l for l in texts[0].splitlines() if l not in texts[1].splitlines()
-    )
+    printed output whose lengths encode the input. Runs with three seeds must give the same
+    feedback: anything that differs was read from the hidden cases."""
+    for r in seeded.values():
+        assert num(row(r["gb"], "bits")["q03_concat_project"]) == 0
+    texts = _feedback_of(seeded, "bits")
+    assert len(set(texts)) == 1, "feedback depends on the hidden cases:\n" + _diff(texts)
+
+
+def test_feedback_does_not_tell_which_hidden_case_timed_out(seeded):
+    """Attack 37 (issue 31.2, timing side channel): right on the public cases; on a hidden case
+    it either sleeps past the call's limit or returns a wrong value, by one bit of the input.
+    Three seeds must give the same feedback (a leak shows with probability at least 3/4)."""
+    texts = _feedback_of(seeded, "tick")
+    assert len(set(texts)) == 1, "feedback depends on the hidden cases:\n" + _diff(texts)
 
 
 # --------------------------------------------------------------------------- cost and validate
@@ -1144,8 +1337,11 @@ def test_alarm_proof_function_costs_a_bounded_time(tmp_path):
     cell that kills the program. One notebook at --timeout 3 must cost at most about two
     notebook runs (2 x 3 s + 6 s of start-up), whatever reruns follow."""
     require_sandbox()
-    nb = filled(A03, dict(CORRECT, q03_concat_project=ALARM_PROOF_FN),
-                added=[("q03_d_head", "import os\nif 'd_head' in dir(): os._exit(0)")])
+    nb = filled(
+        A03,
+        dict(CORRECT, q03_concat_project=ALARM_PROOF_FN),
+        added=[("q03_d_head", "import os\nif 'd_head' in dir(): os._exit(0)")],
+    )
     put(tmp_path / "subs" / "slow" / "hw.ipynb", nb)
     rc, so, se, dt = grade([tmp_path / "subs"], tmp_path / "gb.csv", timeout=3, jobs=1)
     assert (tmp_path / "gb.csv").exists(), so + se
@@ -1185,7 +1381,9 @@ def test_twelve_notebooks_in_one_moodle_folder_cost_a_bounded_time(tmp_path):
     for k in range(12):
         nb = make_notebook(
             edit=lambda nb, k=k: [
-                nb.cells.insert(3, nbformat.v4.new_code_cell(f"import time\ntime.sleep(0.6)  # {k}.{j}"))
+                nb.cells.insert(
+                    3, nbformat.v4.new_code_cell(f"import time\ntime.sleep(0.6)  # {k}.{j}")
+                )
                 for j in range(2)
             ]
         )
@@ -1203,17 +1401,33 @@ def test_canvas_export_never_picks_one_of_two_lookalike_columns(canvas, tmp_path
     a copy of the assignment). The export must not silently fill one of them."""
     roster = tmp_path / "two_columns.csv"
     lines = canvas["roster"].read_text("utf-8").splitlines()
-    head = lines[0].rsplit(",", 1)[0] + ",03 Concat and project v1 (111),03 Concat and project v2 (222)"
-    body = [lines[1] + ",10"] + [l.rsplit(",", 1)[0] + ",," for l in lines[2:]]
+    head = (
+        lines[0].rsplit(",", 1)[0]
+        + ",03 Concat and project v1 (111),03 Concat and project v2 (222)"
+    )
+    body = [lines[1] + ",10"] + [x.rsplit(",", 1)[0] + ",," for x in lines[2:]]
     roster.write_text("\n".join([head] + body) + "\n", encoding="utf-8")
     out = tmp_path / "canvas_import.csv"
-    rc, so, se, _ = cli("export", canvas["gb"], "--to", "canvas", "--roster", roster, "--out",
-                        out, "--assignment", A03)
+    rc, so, se, _ = cli(
+        "export",
+        canvas["gb"],
+        "--to",
+        "canvas",
+        "--roster",
+        roster,
+        "--out",
+        out,
+        "--assignment",
+        A03,
+    )
     if not out.exists():
         return  # refused: safe
     rdr = list(csv.reader(io.StringIO(out.read_text("utf-8-sig"))))
-    filled_cols = [h for i, h in enumerate(rdr[0]) if h.endswith(("(111)", "(222)"))
-                   and any(len(r) > i and r[i] for r in rdr[1:])]
+    filled_cols = [
+        h
+        for i, h in enumerate(rdr[0])
+        if h.endswith(("(111)", "(222)")) and any(len(r) > i and r[i] for r in rdr[1:])
+    ]
     assert not (filled_cols and rc == 0), f"silently filled {filled_cols}: {so}"
     assert not filled_cols or ("111" in so + se and "222" in so + se), (
         f"filled {filled_cols} without naming both columns: {so}{se}"
@@ -1234,6 +1448,5 @@ def test_validate_never_runs_a_downloaded_notebook_unsandboxed(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     os.symlink(sys.executable, bindir / "python")
-    rc, so, se, _ = cli("validate", sub, "--timeout", 6, cwd=tmp_path,
-                        env={"PATH": str(bindir)})
+    rc, so, se, _ = cli("validate", sub, "--timeout", 6, cwd=tmp_path, env={"PATH": str(bindir)})
     assert not marker.exists(), f"validate ran the notebook unsandboxed (rc {rc}): {so}{se}"
