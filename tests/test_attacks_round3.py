@@ -1434,6 +1434,39 @@ def test_canvas_export_never_picks_one_of_two_lookalike_columns(canvas, tmp_path
     )
 
 
+def test_tar_uploads_with_hard_and_symbolic_links_are_named_not_lost(tmp_path):
+    """Attack 38 (archives the tool does not read; issue 30.5): two Canvas students upload a
+    .tar whose member 03.ipynb is a hard link, and a .tar.gz whose member is a symbolic link,
+    to /etc/passwd. Nothing of the target is read, and each upload is named in its uploader's
+    row (a non-notebook file is named, never 'no submission' or no row at all)."""
+    require_sandbox()
+    import tarfile
+
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    for name, kind, mode in (
+        ("hl_2001_6001_hw.tar", tarfile.LNKTYPE, "w"),
+        ("sl_2002_6002_hw.tar.gz", tarfile.SYMTYPE, "w:gz"),
+    ):
+        with tarfile.open(dl / name, mode) as t:
+            ti = tarfile.TarInfo("03.ipynb")
+            ti.type = kind
+            ti.linkname = "/etc/passwd"
+            t.addfile(ti)
+    put(dl / "calm_2003_6003_03.ipynb", make_notebook())
+    gb = tmp_path / "gb.csv"
+    rc, so, se, _ = grade([dl], gb, timeout=6)
+    text = all_text(gb, so, se)
+    assert "root:x:0:0" not in text
+    assert num(row(gb, "2003")["total"]) == 8
+    for sid, name in (("2001", "hl_2001_6001_hw.tar"), ("2002", "sl_2002_6002_hw.tar.gz")):
+        r = [r for r in rows(gb) if r["student_id"] == sid]
+        assert r, (
+            f"the upload of {sid} ({name}) left no row at all: {[x['student_id'] for x in rows(gb)]}"
+        )
+        assert not num(r[0]["total"]) and name in r[0]["file"] + r[0]["notes"], r[0]
+
+
 def test_validate_never_runs_a_downloaded_notebook_unsandboxed(tmp_path):
     """Attack 30 (issue 31.8, a careless instructor on a machine without bubblewrap on PATH):
     `validate` of a submission saved outside the course must not run its code as the
