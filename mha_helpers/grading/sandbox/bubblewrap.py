@@ -79,6 +79,7 @@ __all__ = [
 ]
 
 PRELUDE = Path(__file__).with_name("prelude.py")
+INNER_UID = 1000  # the student's uid and gid inside the sandbox
 DROP_UID = 65534  # the uid outside that a root grader's sandboxes run as ("nobody")
 INNER_PACKAGE_ROOT = "/course"  # the helper package appears as /course/mha_helpers
 INNER_VENV = "/venv"
@@ -396,10 +397,13 @@ def _bwrap_args(
         "--new-session",
         "--cap-drop",
         "ALL",
+        # The student's uid inside is not the kernel's overflow uid (65534), which every file
+        # of an unmapped owner (root's, the host's device nodes) shows inside: so "owned by me"
+        # inside never looks true of a file the sandbox does not own.
         "--uid",
-        "65534",
+        str(INNER_UID),
         "--gid",
-        "65534",
+        str(INNER_UID),
     ]
     args += _system_args()
     for s, dst in lay.mounts:
