@@ -22,7 +22,7 @@ from mha_helpers.backward import attention_backward
 from mha_helpers.grading import get_question, questions_for
 from mha_helpers.grading.selfcheck.check import evaluate
 from mha_helpers.tasks import head_roles, role_scores, vote_table_task
-from mha_helpers.training import forward, init_model, prune_head, train
+from mha_helpers.training import accuracy, forward, init_model, prune_head, train
 
 SEEDS = [1, 2, 3, 17, 123]
 
@@ -99,21 +99,60 @@ def test_references_agree_with_the_course_functions(seed):
         np.testing.assert_array_equal(q.reference(w_o, head, h), prune_head(w_o, head, h))
 
 
+_SEED_7 = {}
+
+
+def _seed_7_model():
+    """Exercise 06's four-head seed-7 model, trained exactly as its training cell (once)."""
+    if not _SEED_7:
+        make_batch = vote_table_task(vocab_size=16, seq_len=10, table_seed=0)
+        tokens, targets = make_batch(np.random.default_rng(1000), 1000)
+        params, _ = train(
+            init_model(16, 10, 32, num_layers=1, seed=7),
+            make_batch,
+            num_heads=4,
+            steps=300,
+            lr=1e-2,
+            warmup=100,
+            batch_size=64,
+            seed=7,
+        )
+        _SEED_7.update(make=make_batch, tokens=tokens, targets=targets, params=params)
+    return _SEED_7
+
+
+def test_seed_7_pruning_matches_the_prediction():
+    """Question 5's letter, from the measurement: removing any one of the four heads leaves
+    clearly less than all four give and clearly more than either vote alone ("b")."""
+    m = _seed_7_model()
+    tokens, targets, params = m["tokens"], m["targets"], m["params"]
+
+    def without(heads):
+        pruned = dict(params)
+        for h in heads:
+            pruned["layers.0.w_o"] = prune_head(pruned["layers.0.w_o"], h, 4)
+        return accuracy(pruned, tokens, targets, num_heads=4)
+
+    first_table, previous_table = m["make"].tables
+    answers = targets[:, 2:]
+    alone = max(
+        (first_table[tokens[:, :1]].argmax(-1) == answers).mean(),
+        (previous_table[tokens[:, 1:-1]].argmax(-1) == answers).mean(),
+    )
+    full = without([])
+    assert full > 0.95
+    for head in range(4):
+        left = without([head])
+        assert alone + 0.15 < left < full - 0.2, (head, left, alone, full)
+    assert without(range(4)) < 3 / 16
+    assert get_question("q06_prune_prediction").expected == "b"
+
+
 def test_seed_7_roles_match_the_exercise_bank():
     from mha_course_banks.bank_06 import ROLES_SEED_7
 
-    make_batch = vote_table_task(vocab_size=16, seq_len=10, table_seed=0)
-    tokens, _ = make_batch(np.random.default_rng(1000), 1000)
-    params, _ = train(  # exactly as exercise 06's training cell
-        init_model(16, 10, 32, num_layers=1, seed=7),
-        make_batch,
-        num_heads=4,
-        steps=300,
-        lr=1e-2,
-        warmup=100,
-        batch_size=64,
-        seed=7,
-    )
+    m = _seed_7_model()
+    tokens, params = m["tokens"], m["params"]
     _, weights = forward(params, tokens, num_heads=4)
     assert tuple(head_roles(weights[0])) == ROLES_SEED_7
     # every head's role is clear (scores near 1 and 0), so no machine can measure it otherwise

@@ -244,6 +244,7 @@ register(
         hint="x.reshape(n, num_heads, d_head) cuts each token's features into heads; then "
         "transpose so the head axis comes first: (h, n, d_head).",
         forbidden=("mha_helpers.heads.split_heads", "mha_helpers.heads.multi_head_attention"),
+        extra={"output_shape": "(h, n, d_head)"},
     )
 )
 

@@ -43,12 +43,34 @@ def _params_cases(rng):
         (10, 4, True),
         (10, 4, False),
         (12, 5, True),
+        # d_model / h = 2.75 and 3.6: rounding d_head to the nearest whole number (3 and 4)
+        # differs from rounding it down (2 and 3), and so does rounding up; 10 / 4 = 2.5 and
+        # 12 / 5 = 2.4 above round down with round() too, so they tell floor from ceil only
+        (11, 4, True),
+        (18, 5, False),
     ]
     for bias in (True, bool(rng.integers(0, 2))):
         h = int(rng.choice([4, 8, 16]))
         d_head = int(rng.choice([4, 8, 16]))
         cases.append((h * d_head, h, bias))
+    # a fresh non-dividing shape whose d_model / h has a fraction above 1/2, so the hidden
+    # cases, too, tell d_model // h from round(d_model / h) and from d_model / h
+    h = int(rng.choice([3, 4, 5, 6, 7]))
+    cases.append((h * int(rng.integers(2, 9)) + int(rng.integers(h // 2 + 1, h)), h, True))
     return cases
+
+
+def _params_width(d_model, num_heads, bias, d_head):
+    width = num_heads * d_head
+    return 3 * d_model * width + width * d_model + ((3 * width + d_model) if bias else 0)
+
+
+def _params_rounded(d_model, num_heads, bias):
+    return _params_width(d_model, num_heads, bias, round(d_model / num_heads))
+
+
+def _params_rounded_up(d_model, num_heads, bias):
+    return _params_width(d_model, num_heads, bias, -(-d_model // num_heads))
 
 
 def _params_no_biases(d_model, num_heads, bias):
@@ -90,6 +112,7 @@ def _params_traits(d_model, num_heads, bias):
     return (
         (["bias"] if bias else [])
         + (["h does not divide d_model"] if d_model % num_heads else [])
+        + (["d_model / h rounds up"] if 2 * (d_model % num_heads) >= num_heads else [])
         + terms
     )
 
@@ -146,10 +169,27 @@ register(
                 "argument is True.",
             ),
             Mistake(
+                "d_head rounded",
+                _params_rounded,
+                "Right when num_heads divides d_model, and when d_model / num_heads rounds down "
+                "anyway, but wrong when its fraction is 1/2 or more: you rounded d_head to the "
+                "nearest whole number (round). The question's heads have width "
+                "d_head = d_model // num_heads, rounded down: with d_model = 11 and 4 heads, "
+                "d_head = 2, not 3.",
+            ),
+            Mistake(
+                "d_head rounded up",
+                _params_rounded_up,
+                "Right when num_heads divides d_model, wrong whenever it does not: you rounded "
+                "d_head up (math.ceil). The question's heads have width d_head = d_model // "
+                "num_heads, rounded down, so h * d_head is at most d_model, never more.",
+            ),
+            Mistake(
                 "d_model x d_model everywhere",
                 _params_d_model_square,
                 "Right when num_heads divides d_model, wrong when it does not: you sized every "
-                "matrix d_model x d_model. With d_head = d_model // num_heads the heads together "
+                "matrix d_model x d_model (or took d_head = d_model / num_heads, a fraction, "
+                "which comes to the same). With d_head = d_model // num_heads the heads together "
                 "are h * d_head wide, which is less than d_model here: W_Q, W_K and W_V are "
                 "(d_model, h * d_head), W_O is (h * d_head, d_model).",
             ),

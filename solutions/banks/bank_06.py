@@ -5,9 +5,9 @@ automatically:
 
 * ``q06_head_backward`` (4): the backward pass of one causal attention head, ``(d_q, d_k, d_v)``;
 * ``q06_measure_roles`` (3): each head's mean attention on the previous and the first token;
-* ``q06_roles_seed7`` (2): the roles the two heads of a model trained with seed 7 took;
+* ``q06_roles_seed7`` (2): the roles the four heads of a model trained with seed 7 took;
 * ``q06_remove_head`` (2): prune a head by clearing its rows of ``w_o``;
-* ``q06_prune_prediction`` (1): predict what removing one of two heads does.
+* ``q06_prune_prediction`` (1): predict what removing one of that model's four heads does.
 
 Each mistake is the classic wrong version, written out, so the check can name the slip.
 """
@@ -417,6 +417,11 @@ register(
 
 
 # --- q06_prune_prediction ------------------------------------------------------------------
+# The same four-head seed-7 model as q06_roles_seed7 (measured in solutions/06_what_heads_learn.
+# ipynb and pinned by tests/test_bank_06.py::test_seed_7_pruning_matches_the_prediction):
+# removing any one head leaves an accuracy well below all four heads' and well above either
+# vote alone ("b"; the options run from the highest accuracy to the lowest). The lesson
+# removes one of TWO heads (the other vote alone, "c" here), so it does not give this away.
 
 register(
     Question(
@@ -424,31 +429,37 @@ register(
         assignment=ASSIGNMENT,
         points=1,
         kind="value",
-        prompt="Predict before measuring: removing ONE head of the trained two-head vote-table model "
-        "leaves an accuracy (a) about as high as with both heads, (b) about as high as the other "
-        "head's vote alone would give, (c) about chance, 1/16, (d) exactly 0.",
+        prompt="Predict before measuring: removing ONE of the four heads of the seed-7 vote-table "
+        "model leaves an accuracy (a) about as high as with all four heads, (b) clearly in "
+        "between: well below all four heads, well above either vote alone, (c) about as high as "
+        "the other vote alone, (d) about chance, 1/16.",
         expected="b",
         mistakes=(
             Mistake(
                 "no change",
                 "a",
-                "Each head delivers one of the two votes and nothing else carries it: the other "
-                "head cannot take over its job, so the first token's vote cannot reach the "
-                "readout without the head that attends to position 0.",
+                "No head takes over another's job after training: each head writes its own part "
+                "of the answer through its own rows of W_O, and removing one changes no other "
+                "head's weights, so what it wrote is simply missing. Run the measurement below "
+                "to see how much that costs.",
+            ),
+            Mistake(
+                "the other vote alone",
+                "c",
+                "That is what the lesson's two-head model did, where each head carried one whole "
+                "vote. This model has four heads for the two votes, so removing one takes less "
+                "than a whole vote away: the measurement below shows accuracy well above either "
+                "vote alone, and well below all four heads.",
             ),
             Mistake(
                 "chance",
-                "c",
-                "The remaining head still brings its vote to the readout, and one vote alone is "
-                "often enough to pick the winning letter. Only removing both heads leaves chance.",
-            ),
-            Mistake(
-                "zero",
                 "d",
-                "Even a model that guessed at random (chance) would be right about 1 time in 16, "
-                "and this one still has the remaining head's vote.",
+                "Three heads are still there and still bring their votes to the readout; about "
+                "chance is what is left only when every head is removed (the measurement below "
+                "removes all four too).",
             ),
         ),
-        hint="Think about what the readout still receives from the remaining head.",
+        hint="Count how many heads are left to carry the two votes, and remember that removing "
+        "one head changes no other head's weights.",
     )
 )

@@ -3799,38 +3799,39 @@ RIGHT += [
 # q06_prune_prediction
 # --------------------------------------------------------------------------------------------
 T = "prune_prediction"
+# Question 5 asks about exercise 06's FOUR-head seed-7 model (the answer is "b": one head
+# removed leaves clearly less than all four and clearly more than either vote alone); the
+# lesson's two-head result is "c" here, a wrong answer.
 WRONG += [
     _w(
         "q06_prune_prediction",
-        "a: as high as both heads",
+        "a: as high as all four heads",
         T,
         'prune_prediction = "a"\n',
-        r"other (head|vote|table)",
-        r"(both heads|each head) (are|is) needed",
-        r"(its|one) job",
-        r"half (of )?the evidence",
-        r"(one|its) vote",
+        r"takes? over",
+        r"(its|their) own (part|rows)",
+        r"(is|are) (simply )?missing",
+        r"no other head",
     ),
     _w(
         "q06_prune_prediction",
-        "c: chance",
+        "c: the other vote alone, as with two heads",
         T,
         'prune_prediction = "c"\n',
-        r"other (head|vote|table)",
-        r"(still|remaining) (head|vote)",
-        r"half (of )?the evidence",
-        r"(one|its) vote",
-        r"both heads",
+        r"two-head",
+        r"(a )?whole vote",
+        r"four heads",
+        r"well above",
     ),
     _w(
         "q06_prune_prediction",
-        "d: exactly 0",
+        "d: chance",
         T,
         'prune_prediction = "d"\n',
-        r"other (head|vote|table)",
+        r"(three|other|remaining) heads",
         r"(still|remaining) (head|vote)",
-        r"chance",
-        r"(one|its) vote",
+        r"every head",
+        r"all four",
     ),
     _w(
         "q06_prune_prediction",

@@ -73,6 +73,12 @@ def question_meta(q) -> dict:
         "limits": (getattr(q, "extra", None) or {}).get("limits"),
         # the names of a tuple result's items (``extra={"outputs": [...]}``), for feedback
         "outputs": list((getattr(q, "extra", None) or {}).get("outputs") or []),
+        # a function whose spec gives an output shape returns ONE array: a Python list or
+        # tuple of arrays in its place is a form error, unless the question says it allows one
+        # (``extra={"list_output": True}``); ``extra={"output_shape": "(h, n, d_head)"}``
+        # names the shape in the message
+        "list_output": bool((getattr(q, "extra", None) or {}).get("list_output")),
+        "output_shape": str((getattr(q, "extra", None) or {}).get("output_shape") or ""),
     }
 
 
@@ -153,6 +159,33 @@ def _type_problem(want, got, answer_type: str = "", public: bool = True) -> str 
                 f"number. {INT_COUNT_WHY}"
             )
     return None
+
+
+def _form_problem(want, got, meta: dict, public: bool = True, path: str = "") -> str | None:
+    """Why a function's result has the wrong *form*: a Python list or tuple where the spec asks
+    for one array (``None`` when the form is fine, or when the question allows a list). Tuple
+    results are looked at item by item."""
+    if meta.get("list_output"):
+        return None
+    if isinstance(want, tuple) and isinstance(got, (tuple, list)) and len(got) == len(want):
+        names = list(meta.get("outputs") or [])
+        for j, (w, g) in enumerate(zip(want, got)):
+            item = names[j] if j < len(names) else f"item {j}"
+            problem = _form_problem(w, g, meta | {"output_shape": ""}, public, f"{item} of ")
+            if problem:
+                return problem
+        return None
+    if not (isinstance(want, np.ndarray) and want.ndim >= 1 and isinstance(got, (list, tuple))):
+        return None
+    shape, here = meta.get("output_shape") or "", str(tuple(int(s) for s in want.shape))
+    if public:
+        shape = f"{shape}, here {here}" if shape else here
+    asked = f"one array of shape {shape}" if shape else "one array"
+    return (
+        f"{path}your result is a Python {type(got).__name__} of {len(got)} items, not an "
+        f"array: the question asks for {asked}. Return one array, e.g. with np.stack(pieces) "
+        "(which puts the pieces along a new first axis) or np.array(...)."
+    )
 
 
 # --- errors: where, and what a known one means -----------------------------------------------
@@ -431,6 +464,13 @@ TRAITS = {
         "then h * d_head is less than d_model: size every matrix from h * d_head (W_Q is "
         "(d_model, h * d_head), W_O is (h * d_head, d_model)), not from d_model alone",
     ),
+    "d_model / h rounds up": (
+        "when d_model / num_heads is whole or its fraction is below 1/2",
+        "when its fraction is 1/2 or more (where rounding to the nearest whole number would "
+        "round it up)",
+        "d_head = d_model // num_heads rounds DOWN: use // (or int(d_model / num_heads)), not "
+        "round() or math.ceil, so h * d_head is at most d_model",
+    ),
     "several blocks": (
         "when all keys fit in one block",
         "with several blocks of keys",
@@ -654,16 +694,22 @@ def differential(traits: list, passed: list) -> str:
             return f"right {with_}, wrong {without}: {advice}."
     # Weaker, still true: every case without the property is right, and every wrong case has
     # it (a few cases with it may come out right by chance, e.g. where one key dominates).
+    # When several properties qualify, the one most of whose cases are wrong is said: the
+    # narrower property (d_model / h rounding up, say, inside h not dividing d_model).
+    best, best_share = "", 0.0
     for name, (without, with_, advice) in TRAITS.items():
         has = [name in (traits[i] or ()) for i in range(n)]
         wrong_with = sum(1 for i in range(n) if has[i] and not passed[i])
         if (
             any(not h for h in has)
             and all(passed[i] for i in range(n) if not has[i])
+            and wrong_with > 0
             and 2 * wrong_with >= sum(has)
+            and wrong_with / sum(has) > best_share
         ):
-            return f"right in every case {without}, wrong {with_}: {advice}."
-    return ""
+            best = f"right in every case {without}, wrong {with_}: {advice}."
+            best_share = wrong_with / sum(has)
+    return best
 
 
 def _matches_mistake(j, results, mistakes, n_cases, rtol, atol) -> bool:
@@ -795,7 +841,9 @@ def _scan_cases(meta: dict, results: list, expected: list, n_public: int) -> _Sc
         scan.passed.append(diff is None)
         scan.kinds.append(getattr(diff, "kind", None))
         if scan.type_note is None:
-            problem = _type_problem(want, res.value, meta.get("answer_type", ""), public)
+            problem = _type_problem(
+                want, res.value, meta.get("answer_type", ""), public
+            ) or _form_problem(want, res.value, meta, public)
             if problem:
                 scan.type_note = (i, problem)
         if diff is not None and scan.first is None:
