@@ -427,16 +427,38 @@ NO_SIDEWAYS = """() => {
 }"""
 
 
+# Display equations whose beginning lies left of their box (out of reach of the scroll bar: a
+# centred, reversed flex box spills its overflow to the left), or past the page's left edge.
+MATH_START_HIDDEN = """() => [...document.querySelectorAll('article .katex-display')]
+    .filter(d => {
+        const k = d.querySelector('.katex-html') || d;
+        const start = k.getBoundingClientRect().left + d.scrollLeft;
+        const box = Math.max(d.getBoundingClientRect().left,
+                             d.parentElement.getBoundingClientRect().left);
+        return start < box - 1 || start < -1;
+    })
+    .map(d => (d.querySelector('annotation') || d).textContent.slice(0, 60))"""
+
+
+def _math_count(page) -> int:
+    return page.evaluate("document.querySelectorAll('article .katex-display').length")
+
+
 def test_at_phone_width_no_page_scrolls_sideways(browser, base_url):
+    """...and no display equation hides its beginning (issue 35: a wide formula must scroll
+    from its left edge); every lesson and exercise page at 375 px."""
     r = Reader(browser, base_url, PHONE)
+    displays = 0
     try:
         for path in [
             "index.html",
-            *(_page(p) for p in LESSONS),
-            _page(EXERCISES[0]),
-            _page(DOCS[0]),
+            *(_page(p) for p in LESSONS + EXERCISES),
+            *(_page(p) for p in DOCS),
         ]:
             page = r.open(path)
+            hidden = page.evaluate(MATH_START_HIDDEN)
+            assert not hidden, f"{path}: equations whose start is out of view at 375 px: {hidden}"
+            displays += _math_count(page)
             m = page.evaluate(NO_SIDEWAYS)
             if m["scroll"] > m["width"] or m["body"] > m["width"] or m["wide"]:
                 _save_screenshot(page, "site-phone-" + path.replace("/", "-"))
@@ -444,9 +466,62 @@ def test_at_phone_width_no_page_scrolls_sideways(browser, base_url):
                 f"{path} scrolls sideways: {m}"
             )
             assert not m["wide"], f"{path}: text wider than the screen: {m['wide'][:5]}"
+        assert displays >= 10, f"only {displays} display equations seen: is KaTeX running?"
         assert not r.outside and not r.problems, r.outside + r.problems
     finally:
         r.close()
+
+
+SIDEBARS_SHOWN = """() => {
+    const shown = id => {
+        const e = document.getElementById(id);
+        const b = e.getBoundingClientRect();
+        return b.width > 0 && b.height > 0 && b.left < innerWidth && b.right > 0
+            && getComputedStyle(e).visibility !== 'hidden';
+    };
+    const open = id => document.getElementById(id).open;
+    return {
+        primary: shown('pst-primary-sidebar') || open('pst-primary-sidebar-modal'),
+        secondary: shown('pst-secondary-sidebar') || open('pst-secondary-sidebar-modal'),
+    };
+}"""
+
+
+@pytest.mark.parametrize("width", [375, 900, 1280])
+def test_the_sidebar_and_contents_toggles_open_and_close(browser, base_url, width):
+    """The lesson list (primary sidebar) and the page's contents (secondary) open and close by
+    click, by tap and by keyboard (Enter on the focused button, Escape in the dialog). Issue 35:
+    the themes' scripts had bound the hidden toggles of an empty top bar, so these did nothing.
+    At 1280 px the contents fold into their button (a wider text column below 1400 px)."""
+    context = browser.new_context(viewport={"width": width, "height": 800}, has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{base_url}/{_page(LESSONS[2])}", wait_until="load")
+        state = lambda: page.evaluate(SIDEBARS_SHOWN)  # noqa: E731
+        start = state()
+        assert start == {"primary": width >= 992, "secondary": False}, start
+        for which in ("primary", "secondary"):
+            button = page.locator(f".bd-header-article .{which}-toggle")
+            assert button.is_visible(), f"no visible {which} toggle at {width} px"
+            before = state()[which]
+            for how in ("click", "tap", "keyboard"):
+                if how == "click":
+                    button.click()
+                elif how == "tap":
+                    button.tap()
+                else:
+                    button.focus()
+                    page.keyboard.press("Enter")
+                page.wait_for_function(f"s => ({SIDEBARS_SHOWN})().{which} !== s", arg=before)
+                # Closing: the dialog (phone, tablet, and the contents) closes with Escape, the
+                # wide sidebar with its button again.
+                if page.evaluate(f"document.getElementById('pst-{which}-sidebar-modal').open"):
+                    page.keyboard.press("Escape")
+                else:
+                    button.click()
+                page.wait_for_function(f"s => ({SIDEBARS_SHOWN})().{which} === s", arg=before)
+    finally:
+        context.close()
 
 
 # --- the links' pieces, and the CI rule ------------------------------------------------------
@@ -657,9 +732,12 @@ def test_the_set_up_check_cell_is_not_on_the_site(reader):
 
 
 def test_code_wraps_or_fits_at_1280_px(reader):
-    """No code box at 1280 px hides part of a line behind a horizontal scroll bar."""
-    for notebook in LESSONS + EXERCISES[:1]:
+    """No code box at 1280 px hides part of a line behind a horizontal scroll bar, and no
+    display equation hides its beginning."""
+    for notebook in LESSONS + EXERCISES:
         page = reader.open(_page(notebook))
+        hidden = page.evaluate(MATH_START_HIDDEN)
+        assert not hidden, f"{notebook.name}: equations whose start is out of view: {hidden}"
         clipped = page.evaluate(
             """() => [...document.querySelectorAll('article pre')]
                 .filter(p => p.scrollWidth > p.clientWidth + 1)
