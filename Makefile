@@ -78,12 +78,14 @@ bench: install
 screenshots: install
 	MHA_SCREENSHOTS_DIR="$(CURDIR)/docs/images" $(BIN)/python -m pytest -n0 -p no:cacheprovider \
 		tests/test_browser.py -k shape_explorer
-	$(BIN)/python site_src/build_site.py --quiet --screenshot docs/images/site_lesson.png \
-		--screenshots build/screenshots
+	$(BIN)/python site_src/build_site.py --quiet --local-preview \
+		--screenshot docs/images/site_lesson.png --screenshots build/screenshots
 
 ## Build the course website into site/ from the stored notebook outputs (offline, no re-execution).
+## It stops while pyproject.toml names the placeholder repository; `make site PREVIEW=1` builds a
+## local preview anyway (its Binder, Colab and licence links lead nowhere).
 site: install
-	$(BIN)/python site_src/build_site.py --quiet
+	$(BIN)/python site_src/build_site.py --quiet $(if $(PREVIEW),--local-preview)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache test-artifacts dist build site

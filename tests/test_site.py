@@ -74,7 +74,14 @@ def built_site(tmp_path_factory):
     out = tmp_path_factory.mktemp("website") / "site"
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, str(SITE_SRC / "build_site.py"), "--out", str(out), "-q"],
+        [
+            sys.executable,
+            str(SITE_SRC / "build_site.py"),
+            "--out",
+            str(out),
+            "-q",
+            "--local-preview",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -718,17 +725,38 @@ def test_figures_have_the_alt_text_of_their_cell(reader, notebook):
         )
 
 
-def test_the_set_up_check_cell_is_not_on_the_site(reader):
-    """Every notebook starts with its install check (tagged course-install-check); the pages
-    leave it out: a reader of the site has nothing to install."""
-    for notebook in LESSONS + EXERCISES:
+def test_the_set_up_check_cell_is_collapsed_on_the_site(reader):
+    """Every notebook starts with its install check (tagged course-install-check, stored
+    collapsed for JupyterLab); each page shows it collapsed too: its code behind a closed
+    "Show code" toggle that opens it, its output (if any) in view (issue 35)."""
+    for notebook in LESSONS[:2] + EXERCISES[:1]:
         first = next(
             c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"
         )
         assert site_build.INSTALL_CHECK_TAG in first.metadata.get("tags", []), notebook.name
         marker = next(line for line in first.source.splitlines() if line.strip())
         page = reader.open(_page(notebook))
-        assert marker not in page.inner_text("article"), f"{notebook.name}: the set-up check shows"
+        cell = page.locator(f"article .tag_{site_build.INSTALL_CHECK_TAG}")
+        assert cell.count() == 1, f"{notebook.name}: the set-up cell is not on the page"
+        assert marker not in page.inner_text("article"), f"{notebook.name}: its code shows"
+        if first.get("outputs"):
+            assert cell.locator(".cell_output").is_visible(), f"{notebook.name}: output hidden"
+        cell.locator("summary").first.click()
+        assert cell.locator(".cell_input").is_visible(), f"{notebook.name}: does not open"
+
+
+def test_the_site_refuses_the_placeholder_repository_unless_a_local_preview(monkeypatch):
+    """While pyproject.toml names the placeholder, `make site` stops (its links would lead
+    nowhere) unless --local-preview (or $MHA_COURSE_LOCAL_PREVIEW) says this is a preview."""
+    monkeypatch.setattr(
+        site_build, "repository_url", lambda *a: (site_build.PLACEHOLDER_REPOSITORY, True)
+    )
+    monkeypatch.delenv(site_build.LOCAL_PREVIEW_ENV, raising=False)
+    with pytest.raises(SystemExit, match="placeholder.*--local-preview"):
+        site_build.build(Path("/nonexistent/out"), Path("/nonexistent/work"))
+    monkeypatch.setenv(site_build.LOCAL_PREVIEW_ENV, "0")
+    with pytest.raises(SystemExit, match="placeholder"):
+        site_build.main(["--out", "/nonexistent/out"])
 
 
 def test_code_wraps_or_fits_at_1280_px(reader):
