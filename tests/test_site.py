@@ -759,19 +759,46 @@ def test_the_site_refuses_the_placeholder_repository_unless_a_local_preview(monk
         site_build.main(["--out", "/nonexistent/out"])
 
 
-def test_code_wraps_or_fits_at_1280_px(reader):
-    """No code box at 1280 px hides part of a line behind a horizontal scroll bar, and no
-    display equation hides its beginning."""
-    for notebook in LESSONS + EXERCISES:
-        page = reader.open(_page(notebook))
-        hidden = page.evaluate(MATH_START_HIDDEN)
-        assert not hidden, f"{notebook.name}: equations whose start is out of view: {hidden}"
-        clipped = page.evaluate(
-            """() => [...document.querySelectorAll('article pre')]
-                .filter(p => p.scrollWidth > p.clientWidth + 1)
-                .map(p => p.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 80))"""
-        )
-        assert not clipped, f"{notebook.name}: code cut off at 1280 px: {clipped[:3]}"
+# Boxes of code or printed output whose lines wrapped (taller than one line per line of text),
+# and boxes that scroll sideways without being reachable by keyboard.
+LINES_KEPT = """() => {
+    const wrapped = [], unreachable = [];
+    let outputs = 0;
+    for (const pre of document.querySelectorAll('article div.cell_output pre, article div.cell_input pre')) {
+        const style = getComputedStyle(pre);
+        const lines = pre.textContent.replace(/\\n$/, '').split('\\n').length;
+        const inner = pre.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+        const text = pre.textContent.slice(0, 60);
+        if (pre.closest('.cell_output')) outputs++;
+        if (inner > (lines + 0.5) * parseFloat(style.lineHeight)) wrapped.push(text);
+        if (pre.scrollWidth > pre.clientWidth + 1 && pre.getAttribute('tabindex') !== '0')
+            unreachable.push(text);
+    }
+    return {wrapped, unreachable, outputs};
+}"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "375"])
+def test_printed_outputs_and_code_keep_their_lines(browser, base_url, viewport):
+    """Printed tables, text diagrams and code never wrap (a wrapped column lands under the wrong
+    heading; a wrapped line restarting at column 0 reads as code): a line too wide for the column
+    scrolls sideways in a box the keyboard can reach. Every lesson page, and one exercise. At
+    1280 px no display equation hides its beginning either."""
+    r = Reader(browser, base_url, viewport)
+    outputs = 0
+    try:
+        for notebook in LESSONS + EXERCISES[:1]:
+            page = r.open(_page(notebook))
+            page.wait_for_function("document.documentElement.dataset.mhaScrollables === 'marked'")
+            m = page.evaluate(LINES_KEPT)
+            outputs += m["outputs"]
+            assert not m["wrapped"], f"{notebook.name}: lines wrapped: {m['wrapped'][:3]}"
+            assert not m["unreachable"], f"{notebook.name}: no keyboard: {m['unreachable'][:3]}"
+            hidden = page.evaluate(MATH_START_HIDDEN)
+            assert not hidden, f"{notebook.name}: equations whose start is out of view: {hidden}"
+        assert outputs > 50, f"only {outputs} printed outputs measured"
+    finally:
+        r.close()
 
 
 @pytest.mark.parametrize("notebook", [LESSONS[0], EXERCISES[0]], ids=["lesson", "exercise"])
