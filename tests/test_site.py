@@ -899,6 +899,53 @@ def test_explorer_pictures_fit_with_no_empty_box_after_them(reader, lesson):
     assert not wide, f"tables cut off at 1280 px: {wide}"
 
 
+FIGURES_AS_SHOWN = """() => [...document.querySelectorAll('article div.cell_output img')]
+    .filter(i => i.naturalWidth > 0)
+    .map(i => {
+        const s = getComputedStyle(i);
+        return {scale: i.clientWidth / i.naturalWidth, natural: i.naturalWidth,
+                filter: s.filter, background: s.backgroundColor, alt: (i.alt || '').slice(0, 50)};
+    })"""
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_figure_text_is_at_least_9_px_as_shown_and_keeps_its_contrast(browser, base_url, theme):
+    """Issue 35: every lesson figure is shown at a scale where the course style's smallest text
+    (mha_helpers.plots.SMALLEST_TEXT_PT at 100 dpi; tests/test_plots.py checks the helpers draw
+    nothing smaller) is at least 9 px at 1280 px; in the dark theme figures are not dimmed
+    (the theme's brightness filter made them grey slabs) and sit on their own white background."""
+    from mha_helpers import plots
+
+    px_per_pt = plots.COURSE_STYLE["figure.dpi"] / 72
+    r = _themed_reader(browser, base_url, theme)
+    small, dimmed, seen = [], [], 0
+    try:
+        for notebook in LESSONS:
+            page = _open_themed(r, _page(notebook), theme)
+            for fig in page.evaluate(FIGURES_AS_SHOWN):
+                seen += 1
+                shown = plots.SMALLEST_TEXT_PT * px_per_pt * fig["scale"]
+                if shown < 9.0:
+                    small.append(f"{notebook.name}: {fig['alt']} ({shown:.1f} px)")
+                if fig["filter"] != "none" or fig["background"] not in (
+                    "rgb(255, 255, 255)",
+                    "rgba(0, 0, 0, 0)",
+                ):
+                    dimmed.append(f"{notebook.name}: {fig['alt']} {fig['filter']}")
+        assert seen > 20, f"only {seen} figures seen"
+        assert not small, f"figure text under 9 px as shown: {small[:5]}"
+        assert not dimmed, f"figures dimmed or on a grey panel in the {theme} theme: {dimmed[:5]}"
+        if theme == "dark":  # the explorers' pictures: dark text on a white card
+            page = _open_themed(r, "notebooks/05_variants.html", theme)
+            card = page.evaluate(
+                """() => { const o = document.querySelector('.mha-static-explorer').closest('.output');
+                const s = getComputedStyle(o); return [s.backgroundColor, s.color]; }"""
+            )
+            assert card == ["rgb(255, 255, 255)", "rgb(31, 35, 40)"], card
+    finally:
+        r.close()
+
+
 FIGURE_TYPES = {"image/png", "image/jpeg", "image/svg+xml"}
 GENERIC_ALT = re.compile(
     r"^\s*(an? |the )?(output|figure|plot|image|chart|graph|picture)\b\W*$", re.I
