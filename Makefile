@@ -73,11 +73,13 @@ check-solutions: install
 bench: install
 	$(BIN)/python benchmarks/run.py
 
-## Re-take the README's pictures (docs/images/) in JupyterLab in headless Chromium, and the
-## website's lesson page at 1280 and 375 px in the light and dark themes (build/screenshots/).
+## Re-take the README's pictures (docs/images/) in JupyterLab in headless Chromium; JupyterLab
+## at 1366 x 768 with each explorer, light and dark; and website pages (home, lessons 02 and 05,
+## exercise 06) at 1280 and 375 px in the light and dark themes (all in build/screenshots/).
 screenshots: install
-	MHA_SCREENSHOTS_DIR="$(CURDIR)/docs/images" $(BIN)/python -m pytest -n0 -p no:cacheprovider \
-		tests/test_browser.py -k shape_explorer
+	MHA_SCREENSHOTS_DIR="$(CURDIR)/docs/images" MHA_LAB_SCREENSHOTS_DIR="$(CURDIR)/build/screenshots" \
+		$(BIN)/python -m pytest -n0 -p no:cacheprovider tests/test_browser.py \
+		-k "shape_explorer_in_jupyterlab or laptop_screen"
 	$(BIN)/python site_src/build_site.py --quiet --local-preview \
 		--screenshot docs/images/site_lesson.png --screenshots build/screenshots
 

@@ -564,9 +564,21 @@ SCREENSHOT_SIZES = {"1280": {"width": 1280, "height": 800}, "375": {"width": 375
 SCREENSHOT_THEMES = ("light", "dark")
 
 
-def screenshots(site: Path, folder: Path, page: str = SCREENSHOT_PAGE) -> list[Path]:
-    """A lesson page at 1280 and 375 px wide, in the light and the dark theme (four PNGs), at
-    the section with the shape explorer's picture: what issue 26 asks a reader to check."""
+# Pages `make screenshots` photographs, and where on each: the home page's top, lesson 02 at the
+# shape explorer's picture, lesson 05 at its KV-cache table and printed tables, exercise 06 at
+# its wide display equation (issue 35's reading checks).
+SCREENSHOT_PAGES = {
+    "index.html": None,
+    SCREENSHOT_PAGE: ".mha-static-explorer",
+    "notebooks/05_variants.html": ".mha-static-explorer",
+    "exercises/06_what_heads_learn.html": ".katex-display",
+}
+
+
+def screenshots(site: Path, folder: Path, pages: dict | None = None) -> list[Path]:
+    """Each of :data:`SCREENSHOT_PAGES` at 1280 and 375 px wide, in the light and the dark
+    theme (four PNGs a page), scrolled to what it is there to show."""
+    pages = SCREENSHOT_PAGES if pages is None else pages
     chromium = chromium_path()
     try:
         from playwright.sync_api import sync_playwright
@@ -583,27 +595,35 @@ def screenshots(site: Path, folder: Path, page: str = SCREENSHOT_PAGE) -> list[P
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
             try:
-                for size, viewport in SCREENSHOT_SIZES.items():
-                    for theme in SCREENSHOT_THEMES:
-                        ctx = browser.new_context(viewport=viewport, device_scale_factor=1)
-                        ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda r: r.abort())
-                        ctx.add_init_script(
-                            f"localStorage.setItem('mode', '{theme}');"
-                            f"localStorage.setItem('theme', '{theme}');"
-                        )
-                        tab = ctx.new_page()
-                        tab.goto(f"{base}/{page}", wait_until="networkidle")
-                        tab.wait_for_function("document.fonts.status === 'loaded'")
+                shots = [
+                    (page, anchor, size, viewport, theme)
+                    for page, anchor in pages.items()
+                    for size, viewport in SCREENSHOT_SIZES.items()
+                    for theme in SCREENSHOT_THEMES
+                ]
+                for page, anchor, size, viewport, theme in shots:
+                    ctx = browser.new_context(viewport=viewport, device_scale_factor=1)
+                    ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda r: r.abort())
+                    ctx.add_init_script(
+                        f"localStorage.setItem('mode', '{theme}');"
+                        f"localStorage.setItem('theme', '{theme}');"
+                    )
+                    tab = ctx.new_page()
+                    tab.goto(f"{base}/{page}", wait_until="networkidle")
+                    tab.wait_for_function("document.fonts.status === 'loaded'")
+                    if anchor:
                         tab.evaluate(
-                            """() => { const e = document.querySelector('.mha-static-explorer');
-                            if (e) { e.scrollIntoView(); window.scrollBy(0, -120); } }"""
+                            """s => { const e = document.querySelector(s);
+                            if (e) { e.scrollIntoView(); window.scrollBy(0, -120); } }""",
+                            anchor,
                         )
-                        tab.wait_for_timeout(300)
-                        target = folder / f"{Path(page).stem}-{size}-{theme}.png"
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        tab.screenshot(path=str(target))
-                        written.append(target)
-                        ctx.close()
+                    tab.wait_for_timeout(300)
+                    name = page.removesuffix(".html").replace("/", "-")
+                    target = folder / f"site-{name}-{size}-{theme}.png"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    tab.screenshot(path=str(target))
+                    written.append(target)
+                    ctx.close()
             finally:
                 browser.close()
     finally:
@@ -638,7 +658,8 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         metavar="DIR",
-        help="then photograph a lesson at 1280 and 375 px, light and dark, into DIR",
+        help="then photograph the pages of SCREENSHOT_PAGES at 1280 and 375 px, light and dark, "
+        "into DIR",
     )
     parser.add_argument("--jobs", default="1", help="Sphinx's -j (default 1)")
     parser.add_argument(

@@ -665,11 +665,11 @@ READ_PAGES = ["index.html", *(_page(p) for p in LESSONS + EXERCISES + DOCS)]
 
 
 @pytest.mark.parametrize("theme", THEMES)
-def test_axe_finds_no_serious_or_critical_violation_on_any_page(
-    browser, base_url, axe_installed, theme
-):
-    """axe-core on the home page and every lesson, exercise and guide: WCAG A and AA rules in
-    the light theme, and the colour rules again in the dark one. Target: 0 serious, 0 critical."""
+def test_axe_finds_no_violation_on_any_page(browser, base_url, axe_installed, theme):
+    """axe-core on the home page and every lesson, exercise and guide: every WCAG 2.0/2.1 A and
+    AA rule (and 2.5.3's experimental label-in-name rule) in the light theme, and the colour
+    rules again in the dark one (only colours change with the theme). Target: 0 violations of
+    any impact."""
     r = _themed_reader(browser, base_url, theme)
     rules = (
         {"type": "tag", "values": WCAG_TAGS}
@@ -679,21 +679,26 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(
             "values": COLOUR_RULES,
         }
     )
+    # WCAG 2.5.3 (label in name) is an "experimental" axe rule, off unless asked for.
+    extra = (
+        {"rules": {"label-content-name-mismatch": {"enabled": True}}} if theme == "light" else {}
+    )
     found, counts = [], {}
     try:
         for path in READ_PAGES:
             page = _open_themed(r, path, theme)
-            result = _axe(page, {"runOnly": rules, "resultTypes": ["violations", "passes"]})
+            result = _axe(
+                page, {"runOnly": rules, "resultTypes": ["violations", "passes"], **extra}
+            )
             # The check is not vacuous: axe examined this page's text colours.
             assert "color-contrast" in {v["id"] for v in result["passes"] + result["violations"]}
             for v in result["violations"]:
                 counts[v["impact"]] = counts.get(v["impact"], 0) + len(v["nodes"])
-                if v["impact"] in ("serious", "critical"):
-                    node = v["nodes"][0]
-                    found.append(
-                        f"{path}: {v['id']} ({v['impact']}, {len(v['nodes'])}x) e.g. "
-                        f"{node['target']}: {node.get('failureSummary', '')[:200]}"
-                    )
+                node = v["nodes"][0]  # issue 35: no violation of any impact
+                found.append(
+                    f"{path}: {v['id']} ({v['impact']}, {len(v['nodes'])}x) e.g. "
+                    f"{node['target']}: {node.get('failureSummary', '')[:200]}"
+                )
         print(f"axe, {theme} theme, {len(READ_PAGES)} pages: {counts or 'no violations'}")
         assert not found, "\n".join(found[:20])
     finally:
@@ -944,6 +949,31 @@ def test_figure_text_is_at_least_9_px_as_shown_and_keeps_its_contrast(browser, b
             assert card == ["rgb(255, 255, 255)", "rgb(31, 35, 40)"], card
     finally:
         r.close()
+
+
+def test_pages_load_no_font_awesome_script_and_weigh_under_2_mb(browser, base_url):
+    """Issue 35 measured 2.7-3.1 MB a page, 1.5 MB of it fontawesome.js (the whole icon set, for
+    about 15 icons). The build replaces it with a small generated stylesheet (site_src/conf.py,
+    replace_fontawesome); what every request of a page adds up to, uncompressed, stays under
+    2 MB (the issue's 1 MB target is not reached yet: the theme's CSS and KaTeX are ~640 KB)."""
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        for path in ["index.html", _page(LESSONS[2]), _page(LESSONS[-1]), _page(EXERCISES[0])]:
+            page = context.new_page()  # a page of its own: its own list of responses
+            sizes: dict[str, int] = {}
+            page.on(
+                "response",
+                lambda r, sizes=sizes: sizes.__setitem__(r.url, len(r.body()) if r.ok else 0),
+            )
+            page.goto(f"{base_url}/{path}", wait_until="networkidle")
+            total = sum(sizes.values())
+            assert not [u for u in sizes if "fontawesome" in u], f"{path}: loads Font Awesome"
+            assert total < 2_000_000, f"{path}: {total / 1e6:.2f} MB in {len(sizes)} requests"
+            icon = page.locator(".bd-header-article .primary-toggle .fa-solid").first
+            assert icon.evaluate("i => getComputedStyle(i).maskImage.startsWith('url(')"), path
+            page.close()
+    finally:
+        context.close()
 
 
 FIGURE_TYPES = {"image/png", "image/jpeg", "image/svg+xml"}
