@@ -224,8 +224,10 @@ def home_page(readme: str, stage: Path, docs: list[str]) -> str:
     return "\n".join(lines)
 
 
-def exercises_page(names: list[str]) -> str:
-    rows = "\n".join(f"- [{name}]({name}.ipynb)" for name in names)
+def exercises_page(names: list[str], titles: dict[str, str] | None = None) -> str:
+    """The exercises' index page: each exercise by its title (its file name if it has none)."""
+    titles = titles or {}
+    rows = "\n".join(f"- [{titles.get(name, name)}]({name}.ipynb)" for name in names)
     return "\n".join(
         [
             "---",
@@ -359,7 +361,10 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
         wanted.add(target)
     docs = [f"docs/{p.stem}" for p in doc_files]
     _write_if_changed(
-        dest / "exercises" / "index.md", exercises_page([p.stem for p in exercise_files])
+        dest / "exercises" / "index.md",
+        exercises_page(
+            [p.stem for p in exercise_files], {p.stem: notebook_title(p) for p in exercise_files}
+        ),
     )
     wanted.add(dest / "exercises" / "index.md")
     _write_if_changed(dest / "index.md", home_page((root / "README.md").read_text(), dest, docs))

@@ -18,6 +18,7 @@ Skips with the reason where Chromium, Playwright or Sphinx is missing, except in
 
 from __future__ import annotations
 
+import html as html_module
 import importlib.util
 import os
 import re
@@ -975,6 +976,15 @@ def test_pages_load_no_font_awesome_script_and_weigh_under_2_mb(browser, base_ur
             page.close()
     finally:
         context.close()
+
+
+def test_the_exercises_index_lists_each_exercise_by_its_title(built_site):
+    """Not by its file slug ("01_recap_self_attention"), as it did (issue 35)."""
+    index = (built_site / "exercises" / "index.html").read_text()
+    for notebook in EXERCISES:
+        title = site_build.notebook_title(notebook)
+        assert title != notebook.stem and title in html_module.unescape(index), title
+        assert f">{notebook.stem}<" not in index
 
 
 FIGURE_TYPES = {"image/png", "image/jpeg", "image/svg+xml"}
