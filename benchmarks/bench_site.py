@@ -25,7 +25,7 @@ BUILD_SCRIPT = COURSE_ROOT / "site_src" / "build_site.py"
 def _build(out: Path) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, str(BUILD_SCRIPT), "--out", str(out), "-q"],
+        [sys.executable, str(BUILD_SCRIPT), "--out", str(out), "-q", "--local-preview"],
         cwd=COURSE_ROOT,
         capture_output=True,
         text=True,

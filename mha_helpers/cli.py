@@ -84,6 +84,16 @@ def _cmd_release(args) -> int:
     if getattr(args, "for_grading", False) and not args.student_copy:
         print("mha-course release: --for-grading goes with --student-copy DIR", file=sys.stderr)
         return 2
+    if args.check or args.student_copy:  # what others get must not name the placeholder
+        from .notebooks import local_preview, placeholder_problem, repository_url
+
+        try:
+            problem = placeholder_problem(repository_url(course.root), "mha-course release")
+        except ValueError as exc:  # no Repository at all
+            problem = f"mha-course release: {exc}"
+        if problem and not local_preview(getattr(args, "local_preview", False)):
+            print(problem, file=sys.stderr)
+            return 1
     if args.student_copy:
         try:
             written = student_copy(
@@ -190,6 +200,12 @@ def _add_execute(sub) -> None:
 def _add_release(sub) -> None:
     p = sub.add_parser("release", help="regenerate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only check that exercises/ is current")
+    p.add_argument(
+        "--local-preview",
+        action="store_true",
+        help="with --check or --student-copy: allow the placeholder repository of pyproject.toml "
+        "(also $MHA_COURSE_LOCAL_PREVIEW=1)",
+    )
     p.add_argument(
         "--student-copy",
         type=Path,

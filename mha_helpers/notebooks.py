@@ -17,7 +17,10 @@ Before running, it writes two things every stored notebook carries:
   that does nothing where the course's package is installed, and elsewhere (a notebook
   downloaded on its own, Colab, VS Code, a hub) prints the one command that installs it, or in
   Colab runs it. Its text is :func:`install_check_source`, built from the repository URL in
-  ``[project.urls]`` of the course's ``pyproject.toml`` (the one place a fork changes).
+  ``[project.urls]`` of the course's ``pyproject.toml`` (the one place a fork changes). While
+  that is the placeholder (``OWNER-NOT-SET``), the cell says how to install from a copy of the
+  course instead of naming a pip install that must fail. The cell is stored collapsed
+  (``metadata.jupyter.source_hidden``): JupyterLab shows its output, not its twenty lines.
 * **Widget state that survives a save**: for every widget output, a placeholder model under the
   same id in the notebook's widget metadata. JupyterLab does not save widget state by default,
   so after a save and a kernel shutdown a widget output whose model is unknown shows "Error
@@ -45,8 +48,13 @@ __all__ = [
     "set_install_check",
     "repository_url",
     "offline_widget_state",
+    "is_placeholder",
+    "local_preview",
+    "placeholder_problem",
     "INSTALL_CHECK_TAG",
     "INSTALL_CHECK_GRADE_ID",
+    "LOCAL_PREVIEW_ENV",
+    "PLACEHOLDER_OWNER",
     "WIDGET_VIEW",
     "WIDGET_STATE",
 ]
@@ -61,10 +69,18 @@ PACKAGE_NAME = "mha-course"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
+# Until the course has a public home, pyproject.toml names this placeholder owner. Anything built
+# for others from it (the website, a student copy, a release check) refuses it unless told that
+# this is a local preview: ``--local-preview`` or this environment variable (the tests set it).
+PLACEHOLDER_OWNER = "OWNER-NOT-SET"
+LOCAL_PREVIEW_ENV = "MHA_COURSE_LOCAL_PREVIEW"
+
 # The first code cell of every notebook. `{repository}` is the course's repository URL.
-_INSTALL_CHECK = """\
+_INSTALL_CHECK_HEAD = """\
 # Set-up check, written by the course ({repository}).
 # Where the course's package is installed it does nothing. Anywhere else (a notebook downloaded
+"""
+_INSTALL_CHECK_PUBLISHED = """\
 # on its own, a hub, VS Code) it prints the one command that installs it; in Colab it runs it.
 import importlib.util
 import sys
@@ -87,6 +103,50 @@ if importlib.util.find_spec("mha_helpers") is None:
             "{repository}"
         )
 """
+# While pyproject.toml names the placeholder there is no address to install from: the cell says
+# what to do instead (in Colab too) rather than running a pip install that must fail.
+_INSTALL_CHECK_UNPUBLISHED = """\
+# on its own, a hub, VS Code, Colab) it says how to install it from a copy of the course.
+import importlib.util
+
+if importlib.util.find_spec("mha_helpers") is None:
+
+    class CourseNotInstalled(Exception):
+        def _render_traceback_(self):  # Jupyter shows the message alone, no traceback
+            return [str(self)]
+
+    raise CourseNotInstalled(
+        "This notebook needs the course's package, mha_helpers, and this copy of the course "
+        "has no public address to install it from yet: its pyproject.toml names the placeholder "
+        "{repository}. "
+        "Run the notebook from a copy of the course's folder instead: `make lab` there, or "
+        "`pip install -e FOLDER` into this kernel's environment and restart the kernel. In "
+        "Colab: upload the course's folder, run %pip install -e FOLDER in a cell, then restart "
+        "the session. Whoever gave you this notebook can tell you where the course lives."
+    )
+"""
+
+
+def is_placeholder(repository: str) -> bool:
+    """True while ``repository`` is the placeholder of an unpublished course."""
+    return PLACEHOLDER_OWNER in repository
+
+
+def local_preview(flag: bool = False) -> bool:
+    """A local preview (the placeholder repository allowed): ``flag`` or $MHA_COURSE_LOCAL_PREVIEW."""
+    return flag or os.environ.get(LOCAL_PREVIEW_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def placeholder_problem(repository: str, what: str) -> str | None:
+    """The error to stop ``what`` with while the repository is the placeholder (None if set)."""
+    if not is_placeholder(repository):
+        return None
+    return (
+        f"{what}: [project.urls] Repository in pyproject.toml is still the placeholder "
+        f"{repository}, so every Binder, Colab and install link would lead nowhere. Set it to "
+        f"the course's public repository (then run `make notebooks release`), or, for a local "
+        f"preview only, pass --local-preview (or set {LOCAL_PREVIEW_ENV}=1)."
+    )
 
 
 def install_check_source(repository: str) -> str:
@@ -96,9 +156,9 @@ def install_check_source(repository: str) -> str:
             f"repository must be an https:// URL without quotes or spaces, got "
             f"{repository!r} (set it in [project.urls] of pyproject.toml)"
         )
-    return _INSTALL_CHECK.format(repository=repository.rstrip("/").removesuffix(".git")).rstrip(
-        "\n"
-    )
+    repository = repository.rstrip("/").removesuffix(".git")
+    body = _INSTALL_CHECK_UNPUBLISHED if is_placeholder(repository) else _INSTALL_CHECK_PUBLISHED
+    return (_INSTALL_CHECK_HEAD + body).format(repository=repository).rstrip("\n")
 
 
 def _toml(path: Path) -> dict:
@@ -151,7 +211,9 @@ def set_install_check(nb, repository: str) -> bool:
     import nbformat
 
     source = install_check_source(repository)
-    metadata = {"tags": [INSTALL_CHECK_TAG]}
+    # Collapsed in JupyterLab (its output, if any, still shows): a learner meets the lesson
+    # first, not twenty lines of set-up. The website collapses it too (site_src/build_site.py).
+    metadata = {"tags": [INSTALL_CHECK_TAG], "jupyter": {"source_hidden": True}}
     if _is_graded(nb):
         metadata["nbgrader"] = {
             "schema_version": 3,

@@ -7,6 +7,7 @@ safe) on a fixed 0..1 scale so heads can be compared by eye.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,9 +21,45 @@ __all__ = [
     "head_colour",
     "HEAD_COLOURS",
     "CMAP",
+    "COURSE_STYLE",
+    "use_course_style",
 ]
 
 CMAP = "cividis"
+
+#: The course's matplotlib style. A lesson's widest figures (three heatmaps side by side, about
+#: 14 inches at 100 dpi) are shown at about 65 % in the website's column at 1280 px and about
+#: 90 % in JupyterLab at 1366 px; at matplotlib's default sizes their tick labels came out at
+#: 6 px. With these sizes the smallest text (tick labels, 11 pt = 15 px in the PNG) is at least
+#: 9 px as displayed in both (checked in tests/test_site.py). Figures keep their white
+#: background: the website shows them undimmed on it in its dark theme, as JupyterLab does.
+COURSE_STYLE = {
+    "font.size": 12.0,
+    "axes.titlesize": 13.0,
+    "axes.labelsize": 12.0,
+    "xtick.labelsize": 11.0,
+    "ytick.labelsize": 11.0,
+    "legend.fontsize": 11.0,
+    "legend.title_fontsize": 11.0,
+    "figure.titlesize": 14.0,
+    "figure.dpi": 100.0,
+    "savefig.dpi": 100.0,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+}
+#: The smallest text the course style draws, in points (what the site's test measures).
+SMALLEST_TEXT_PT = min(v for k, v in COURSE_STYLE.items() if k.endswith("size"))
+#: The numbers written in heatmap cells (plot_attention's ``annotate``).
+ANNOTATION_PT = 11.0
+
+
+def use_course_style() -> None:
+    """Apply :data:`COURSE_STYLE` to matplotlib (idempotent). Done when this module is imported
+    after matplotlib (every lesson imports ``matplotlib.pyplot`` first) and by each plotting
+    helper, so figures drawn with plain ``plt.subplots`` in a lesson follow it too."""
+    import matplotlib
+
+    matplotlib.rcParams.update(COURSE_STYLE)
 
 
 def plot_attention(
@@ -42,6 +79,7 @@ def plot_attention(
     """
     import matplotlib.pyplot as plt
 
+    use_course_style()
     weights = np.asarray(weights)
     if weights.ndim != 2:
         raise ValueError(f"weights has shape {weights.shape}, expected (n_q, n_k) for one head")
@@ -72,7 +110,7 @@ def plot_attention(
                     f"{w:.2f}",
                     ha="center",
                     va="center",
-                    fontsize=8,
+                    fontsize=ANNOTATION_PT,
                     color=ink_for(cmap(float(np.clip(w, 0.0, 1.0)))),  # the higher contrast
                 )
     if colorbar:
@@ -90,6 +128,7 @@ def plot_heads(
     """
     import matplotlib.pyplot as plt
 
+    use_course_style()
     weights = np.asarray(weights)
     if weights.ndim != 3:
         raise ValueError(f"weights has shape {weights.shape}, expected (h, n_q, n_k)")
@@ -654,3 +693,7 @@ def layer_diagram_svg(
             )
     parts.append("</svg>")
     return "".join(parts)
+
+
+if "matplotlib" in sys.modules:  # a lesson that imported matplotlib first: its figures too
+    use_course_style()

@@ -17,10 +17,12 @@ the README's introduction and lesson map; ``site_src/conf.py`` is the Sphinx con
 Sphinx works in ``build/site/`` (myst-nb writes figures beside its output folder, so that
 folder must not be the repository root) and the finished site is copied to ``site/``.
 
-The repository URL for the Binder links is read from one place: ``[project.urls]`` in
-pyproject.toml (the key ``Repository``, else ``Source`` or ``Homepage``). While that names the
-placeholder owner ``OWNER-NOT-SET`` (or nothing), the Binder links lead nowhere and the build
-says so.
+The repository URL for the Binder and Colab links and the footer is read from one place:
+``[project.urls]`` in pyproject.toml (the key ``Repository``, else ``Source`` or ``Homepage``).
+While that names the placeholder owner ``OWNER-NOT-SET`` (or nothing), those links lead nowhere,
+and the build stops unless told that this is a local preview::
+
+    python site_src/build_site.py --local-preview    # or MHA_COURSE_LOCAL_PREVIEW=1 (the tests)
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ JUPYTERLAB_URL = "http://localhost:8888/lab/tree/{path}"  # what `make lab` serv
 BINDER_HUB = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
 DEFAULT_BRANCH = "main"  # Colab needs a branch name (Binder's links use HEAD)
+LOCAL_PREVIEW_ENV = "MHA_COURSE_LOCAL_PREVIEW"  # mha_helpers.notebooks.LOCAL_PREVIEW_ENV
 
 # Guides in the order a reader wants them; any other docs/*.md follows, alphabetically.
 DOCS_ORDER = ("learner_guide", "instructor_guide", "sources")
@@ -221,8 +224,10 @@ def home_page(readme: str, stage: Path, docs: list[str]) -> str:
     return "\n".join(lines)
 
 
-def exercises_page(names: list[str]) -> str:
-    rows = "\n".join(f"- [{name}]({name}.ipynb)" for name in names)
+def exercises_page(names: list[str], titles: dict[str, str] | None = None) -> str:
+    """The exercises' index page: each exercise by its title (its file name if it has none)."""
+    titles = titles or {}
+    rows = "\n".join(f"- [{titles.get(name, name)}]({name}.ipynb)" for name in names)
     return "\n".join(
         [
             "---",
@@ -323,10 +328,12 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
         changed = False
         for cell in nb.cells:
             tags = cell.metadata.get("tags", [])
-            if INSTALL_CHECK_TAG in tags and "remove-cell" not in tags:
-                # The set-up check is for a notebook run on its own; a reader of the site has
-                # nothing to install (myst-nb leaves out cells tagged remove-cell).
-                cell.metadata["tags"] = [*tags, "remove-cell"]
+            collapsed = cell.metadata.get("jupyter", {}).get("source_hidden")
+            if (collapsed or INSTALL_CHECK_TAG in tags) and "hide-input" not in tags:
+                # A cell collapsed in JupyterLab (the set-up check: mha-course execute stores
+                # it so) is collapsed on the page too: myst-nb puts the code of a cell tagged
+                # hide-input behind a "Show code" toggle and shows its output.
+                cell.metadata["tags"] = [*tags, "hide-input"]
                 changed = True
             outputs = cell.get("outputs", [])
             kept = [o for o in outputs if not _only_a_widget(o)]
@@ -354,7 +361,10 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
         wanted.add(target)
     docs = [f"docs/{p.stem}" for p in doc_files]
     _write_if_changed(
-        dest / "exercises" / "index.md", exercises_page([p.stem for p in exercise_files])
+        dest / "exercises" / "index.md",
+        exercises_page(
+            [p.stem for p in exercise_files], {p.stem: notebook_title(p) for p in exercise_files}
+        ),
     )
     wanted.add(dest / "exercises" / "index.md")
     _write_if_changed(dest / "index.md", home_page((root / "README.md").read_text(), dest, docs))
@@ -387,13 +397,29 @@ def build(
     quiet: bool = False,
     jobs: str = "1",
     strict: bool = True,
+    local_preview: bool = False,
 ) -> dict:
     """Stage the sources, run Sphinx in ``work`` and copy the finished site to ``out``.
 
     ``strict``: Sphinx's warnings are errors, so a broken link or a missing page fails the build.
+    ``local_preview`` (or $MHA_COURSE_LOCAL_PREVIEW=1): build even while pyproject.toml names
+    the placeholder repository (every Binder, Colab and footer link then leads nowhere).
     """
     from sphinx.cmd.build import build_main
 
+    url, placeholder = repository_url()
+    preview = local_preview or os.environ.get(LOCAL_PREVIEW_ENV, "").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+    )
+    if placeholder and not preview:
+        raise SystemExit(
+            f"the site was not built: [project.urls] Repository in pyproject.toml is still the "
+            f"placeholder {url}, so every Binder, Colab and licence link would lead nowhere. Set "
+            f"it to the course's public repository (then `make notebooks release`), or, for a "
+            f"local preview only: `make site PREVIEW=1` (build_site.py --local-preview)."
+        )
     contents = stage(work / "src")
     # Sphinx rewrites only the pages whose source changed, so every other page would keep the
     # old sidebar after a lesson or guide is added, renamed or removed: rebuild all of them then.
@@ -408,11 +434,10 @@ def build(
     if not manifest.is_file() or manifest.read_text() != pages:
         shutil.rmtree(work / "doctrees", ignore_errors=True)
         shutil.rmtree(work / "html", ignore_errors=True)
-    url, placeholder = repository_url()
-    if placeholder:
+    if placeholder and not quiet:
         print(
-            f"note: the Binder links use the placeholder repository {url}: set [project.urls] "
-            f"Repository in pyproject.toml to the course's public repository",
+            f"note: a local preview: the Binder, Colab and licence links use the placeholder "
+            f"repository {url}",
             file=sys.stderr,
         )
     _check_katex_version()
@@ -544,9 +569,21 @@ SCREENSHOT_SIZES = {"1280": {"width": 1280, "height": 800}, "375": {"width": 375
 SCREENSHOT_THEMES = ("light", "dark")
 
 
-def screenshots(site: Path, folder: Path, page: str = SCREENSHOT_PAGE) -> list[Path]:
-    """A lesson page at 1280 and 375 px wide, in the light and the dark theme (four PNGs), at
-    the section with the shape explorer's picture: what issue 26 asks a reader to check."""
+# Pages `make screenshots` photographs, and where on each: the home page's top, lesson 02 at the
+# shape explorer's picture, lesson 05 at its KV-cache table and printed tables, exercise 06 at
+# its wide display equation (issue 35's reading checks).
+SCREENSHOT_PAGES = {
+    "index.html": None,
+    SCREENSHOT_PAGE: ".mha-static-explorer",
+    "notebooks/05_variants.html": ".mha-static-explorer",
+    "exercises/06_what_heads_learn.html": ".katex-display",
+}
+
+
+def screenshots(site: Path, folder: Path, pages: dict | None = None) -> list[Path]:
+    """Each of :data:`SCREENSHOT_PAGES` at 1280 and 375 px wide, in the light and the dark
+    theme (four PNGs a page), scrolled to what it is there to show."""
+    pages = SCREENSHOT_PAGES if pages is None else pages
     chromium = chromium_path()
     try:
         from playwright.sync_api import sync_playwright
@@ -563,27 +600,35 @@ def screenshots(site: Path, folder: Path, page: str = SCREENSHOT_PAGE) -> list[P
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
             try:
-                for size, viewport in SCREENSHOT_SIZES.items():
-                    for theme in SCREENSHOT_THEMES:
-                        ctx = browser.new_context(viewport=viewport, device_scale_factor=1)
-                        ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda r: r.abort())
-                        ctx.add_init_script(
-                            f"localStorage.setItem('mode', '{theme}');"
-                            f"localStorage.setItem('theme', '{theme}');"
-                        )
-                        tab = ctx.new_page()
-                        tab.goto(f"{base}/{page}", wait_until="networkidle")
-                        tab.wait_for_function("document.fonts.status === 'loaded'")
+                shots = [
+                    (page, anchor, size, viewport, theme)
+                    for page, anchor in pages.items()
+                    for size, viewport in SCREENSHOT_SIZES.items()
+                    for theme in SCREENSHOT_THEMES
+                ]
+                for page, anchor, size, viewport, theme in shots:
+                    ctx = browser.new_context(viewport=viewport, device_scale_factor=1)
+                    ctx.route(re.compile(r"^(?!http://127\.0\.0\.1:)"), lambda r: r.abort())
+                    ctx.add_init_script(
+                        f"localStorage.setItem('mode', '{theme}');"
+                        f"localStorage.setItem('theme', '{theme}');"
+                    )
+                    tab = ctx.new_page()
+                    tab.goto(f"{base}/{page}", wait_until="networkidle")
+                    tab.wait_for_function("document.fonts.status === 'loaded'")
+                    if anchor:
                         tab.evaluate(
-                            """() => { const e = document.querySelector('.mha-static-explorer');
-                            if (e) { e.scrollIntoView(); window.scrollBy(0, -120); } }"""
+                            """s => { const e = document.querySelector(s);
+                            if (e) { e.scrollIntoView(); window.scrollBy(0, -120); } }""",
+                            anchor,
                         )
-                        tab.wait_for_timeout(300)
-                        target = folder / f"{Path(page).stem}-{size}-{theme}.png"
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        tab.screenshot(path=str(target))
-                        written.append(target)
-                        ctx.close()
+                    tab.wait_for_timeout(300)
+                    name = page.removesuffix(".html").replace("/", "-")
+                    target = folder / f"site-{name}-{size}-{theme}.png"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    tab.screenshot(path=str(target))
+                    written.append(target)
+                    ctx.close()
             finally:
                 browser.close()
     finally:
@@ -618,13 +663,20 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         metavar="DIR",
-        help="then photograph a lesson at 1280 and 375 px, light and dark, into DIR",
+        help="then photograph the pages of SCREENSHOT_PAGES at 1280 and 375 px, light and dark, "
+        "into DIR",
     )
     parser.add_argument("--jobs", default="1", help="Sphinx's -j (default 1)")
     parser.add_argument(
         "--allow-warnings",
         action="store_true",
         help="build even if Sphinx warns (a broken link, say); for a draft only",
+    )
+    parser.add_argument(
+        "--local-preview",
+        action="store_true",
+        help="build even while pyproject.toml names the placeholder repository (its links lead "
+        f"nowhere); also ${LOCAL_PREVIEW_ENV}=1",
     )
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -633,7 +685,14 @@ def main(argv: list[str] | None = None) -> int:
     work = work.resolve()
     if args.clean:
         shutil.rmtree(work, ignore_errors=True)
-    result = build(out, work, quiet=args.quiet, jobs=args.jobs, strict=not args.allow_warnings)
+    result = build(
+        out,
+        work,
+        quiet=args.quiet,
+        jobs=args.jobs,
+        strict=not args.allow_warnings,
+        local_preview=args.local_preview,
+    )
     print(
         f"built {len(result['lessons'])} lessons, {len(result['exercises'])} exercises and "
         f"{len(result['docs'])} guides in {result['seconds']:.1f} s: open {out / 'index.html'}"

@@ -579,6 +579,13 @@ def test_explorers_fit_a_laptop_screen_with_readable_text(browser, lab, theme, r
             )
             assert not clipped, f"{notebook}: content wider than its box: {clipped}"
             assert _low_contrast_text(explorer) == [], f"{notebook} ({theme} theme)"
+            shots = os.environ.get("MHA_LAB_SCREENSHOTS_DIR")  # make screenshots sets it
+            if shots:
+                Path(shots).mkdir(parents=True, exist_ok=True)
+                page.screenshot(
+                    path=str(Path(shots) / f"lab-1366-{Path(notebook).stem}-{theme}.png"),
+                    animations="disabled",
+                )
             if request.config.getoption("verbose") > 0:
                 print(
                     f"{theme}: {notebook} explorer {box['height']:.0f} px of {panel['height']:.0f}"

@@ -1,6 +1,8 @@
 """The heatmap helpers label what a learner needs to read them."""
 
 import matplotlib
+import matplotlib.colors
+import matplotlib.text
 
 matplotlib.use("Agg")
 
@@ -214,4 +216,28 @@ def test_heatmap_numbers_take_the_higher_contrast_ink_on_every_cell():
         ink = _relative_luminance(matplotlib.colors.to_rgb(text.get_color()))
         hi, lo = max(bg, ink), min(bg, ink)
         assert (hi + 0.05) / (lo + 0.05) >= 4.5, (w, text.get_color())
+    plt.close("all")
+
+
+def _texts(fig):
+    return [
+        t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip() and t.get_visible()
+    ]
+
+
+def test_the_course_style_keeps_figure_text_readable_where_figures_are_shown():
+    """Issue 35: figure text at least 9 px as displayed. The widest lesson figures are 14 in at
+    100 dpi, shown about 910 px wide in the website's column at 1280 px (tests/test_site.py
+    measures that scale): every text the helpers draw is at least SMALLEST_TEXT_PT there."""
+    from mha_helpers import plots
+
+    fig = plot_heads(_weights(3, 6), list("abcdef"))
+    ax = plot_attention(_weights(1, 6)[0], list("abcdef"))
+    for figure in (fig, ax.figure):
+        sizes = [t.get_fontsize() for t in _texts(figure)]
+        assert sizes and min(sizes) >= plots.SMALLEST_TEXT_PT, sorted(sizes)[:5]
+    assert plots.SMALLEST_TEXT_PT / 72 * (910 / 14) >= 9.0  # px as displayed
+    assert matplotlib.rcParams["xtick.labelsize"] == plots.COURSE_STYLE["xtick.labelsize"]
+    # Figures keep an opaque white background (the site shows them undimmed in its dark theme).
+    assert matplotlib.colors.to_hex(fig.get_facecolor()) == "#ffffff"
     plt.close("all")

@@ -18,6 +18,7 @@ Skips with the reason where Chromium, Playwright or Sphinx is missing, except in
 
 from __future__ import annotations
 
+import html as html_module
 import importlib.util
 import os
 import re
@@ -74,7 +75,14 @@ def built_site(tmp_path_factory):
     out = tmp_path_factory.mktemp("website") / "site"
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, str(SITE_SRC / "build_site.py"), "--out", str(out), "-q"],
+        [
+            sys.executable,
+            str(SITE_SRC / "build_site.py"),
+            "--out",
+            str(out),
+            "-q",
+            "--local-preview",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -427,16 +435,38 @@ NO_SIDEWAYS = """() => {
 }"""
 
 
+# Display equations whose beginning lies left of their box (out of reach of the scroll bar: a
+# centred, reversed flex box spills its overflow to the left), or past the page's left edge.
+MATH_START_HIDDEN = """() => [...document.querySelectorAll('article .katex-display')]
+    .filter(d => {
+        const k = d.querySelector('.katex-html') || d;
+        const start = k.getBoundingClientRect().left + d.scrollLeft;
+        const box = Math.max(d.getBoundingClientRect().left,
+                             d.parentElement.getBoundingClientRect().left);
+        return start < box - 1 || start < -1;
+    })
+    .map(d => (d.querySelector('annotation') || d).textContent.slice(0, 60))"""
+
+
+def _math_count(page) -> int:
+    return page.evaluate("document.querySelectorAll('article .katex-display').length")
+
+
 def test_at_phone_width_no_page_scrolls_sideways(browser, base_url):
+    """...and no display equation hides its beginning (issue 35: a wide formula must scroll
+    from its left edge); every lesson and exercise page at 375 px."""
     r = Reader(browser, base_url, PHONE)
+    displays = 0
     try:
         for path in [
             "index.html",
-            *(_page(p) for p in LESSONS),
-            _page(EXERCISES[0]),
-            _page(DOCS[0]),
+            *(_page(p) for p in LESSONS + EXERCISES),
+            *(_page(p) for p in DOCS),
         ]:
             page = r.open(path)
+            hidden = page.evaluate(MATH_START_HIDDEN)
+            assert not hidden, f"{path}: equations whose start is out of view at 375 px: {hidden}"
+            displays += _math_count(page)
             m = page.evaluate(NO_SIDEWAYS)
             if m["scroll"] > m["width"] or m["body"] > m["width"] or m["wide"]:
                 _save_screenshot(page, "site-phone-" + path.replace("/", "-"))
@@ -444,9 +474,62 @@ def test_at_phone_width_no_page_scrolls_sideways(browser, base_url):
                 f"{path} scrolls sideways: {m}"
             )
             assert not m["wide"], f"{path}: text wider than the screen: {m['wide'][:5]}"
+        assert displays >= 10, f"only {displays} display equations seen: is KaTeX running?"
         assert not r.outside and not r.problems, r.outside + r.problems
     finally:
         r.close()
+
+
+SIDEBARS_SHOWN = """() => {
+    const shown = id => {
+        const e = document.getElementById(id);
+        const b = e.getBoundingClientRect();
+        return b.width > 0 && b.height > 0 && b.left < innerWidth && b.right > 0
+            && getComputedStyle(e).visibility !== 'hidden';
+    };
+    const open = id => document.getElementById(id).open;
+    return {
+        primary: shown('pst-primary-sidebar') || open('pst-primary-sidebar-modal'),
+        secondary: shown('pst-secondary-sidebar') || open('pst-secondary-sidebar-modal'),
+    };
+}"""
+
+
+@pytest.mark.parametrize("width", [375, 900, 1280])
+def test_the_sidebar_and_contents_toggles_open_and_close(browser, base_url, width):
+    """The lesson list (primary sidebar) and the page's contents (secondary) open and close by
+    click, by tap and by keyboard (Enter on the focused button, Escape in the dialog). Issue 35:
+    the themes' scripts had bound the hidden toggles of an empty top bar, so these did nothing.
+    At 1280 px the contents fold into their button (a wider text column below 1400 px)."""
+    context = browser.new_context(viewport={"width": width, "height": 800}, has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{base_url}/{_page(LESSONS[2])}", wait_until="load")
+        state = lambda: page.evaluate(SIDEBARS_SHOWN)  # noqa: E731
+        start = state()
+        assert start == {"primary": width >= 992, "secondary": False}, start
+        for which in ("primary", "secondary"):
+            button = page.locator(f".bd-header-article .{which}-toggle")
+            assert button.is_visible(), f"no visible {which} toggle at {width} px"
+            before = state()[which]
+            for how in ("click", "tap", "keyboard"):
+                if how == "click":
+                    button.click()
+                elif how == "tap":
+                    button.tap()
+                else:
+                    button.focus()
+                    page.keyboard.press("Enter")
+                page.wait_for_function(f"s => ({SIDEBARS_SHOWN})().{which} !== s", arg=before)
+                # Closing: the dialog (phone, tablet, and the contents) closes with Escape, the
+                # wide sidebar with its button again.
+                if page.evaluate(f"document.getElementById('pst-{which}-sidebar-modal').open"):
+                    page.keyboard.press("Escape")
+                else:
+                    button.click()
+                page.wait_for_function(f"s => ({SIDEBARS_SHOWN})().{which} === s", arg=before)
+    finally:
+        context.close()
 
 
 # --- the links' pieces, and the CI rule ------------------------------------------------------
@@ -583,11 +666,11 @@ READ_PAGES = ["index.html", *(_page(p) for p in LESSONS + EXERCISES + DOCS)]
 
 
 @pytest.mark.parametrize("theme", THEMES)
-def test_axe_finds_no_serious_or_critical_violation_on_any_page(
-    browser, base_url, axe_installed, theme
-):
-    """axe-core on the home page and every lesson, exercise and guide: WCAG A and AA rules in
-    the light theme, and the colour rules again in the dark one. Target: 0 serious, 0 critical."""
+def test_axe_finds_no_violation_on_any_page(browser, base_url, axe_installed, theme):
+    """axe-core on the home page and every lesson, exercise and guide: every WCAG 2.0/2.1 A and
+    AA rule (and 2.5.3's experimental label-in-name rule) in the light theme, and the colour
+    rules again in the dark one (only colours change with the theme). Target: 0 violations of
+    any impact."""
     r = _themed_reader(browser, base_url, theme)
     rules = (
         {"type": "tag", "values": WCAG_TAGS}
@@ -597,21 +680,26 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(
             "values": COLOUR_RULES,
         }
     )
+    # WCAG 2.5.3 (label in name) is an "experimental" axe rule, off unless asked for.
+    extra = (
+        {"rules": {"label-content-name-mismatch": {"enabled": True}}} if theme == "light" else {}
+    )
     found, counts = [], {}
     try:
         for path in READ_PAGES:
             page = _open_themed(r, path, theme)
-            result = _axe(page, {"runOnly": rules, "resultTypes": ["violations", "passes"]})
+            result = _axe(
+                page, {"runOnly": rules, "resultTypes": ["violations", "passes"], **extra}
+            )
             # The check is not vacuous: axe examined this page's text colours.
             assert "color-contrast" in {v["id"] for v in result["passes"] + result["violations"]}
             for v in result["violations"]:
                 counts[v["impact"]] = counts.get(v["impact"], 0) + len(v["nodes"])
-                if v["impact"] in ("serious", "critical"):
-                    node = v["nodes"][0]
-                    found.append(
-                        f"{path}: {v['id']} ({v['impact']}, {len(v['nodes'])}x) e.g. "
-                        f"{node['target']}: {node.get('failureSummary', '')[:200]}"
-                    )
+                node = v["nodes"][0]  # issue 35: no violation of any impact
+                found.append(
+                    f"{path}: {v['id']} ({v['impact']}, {len(v['nodes'])}x) e.g. "
+                    f"{node['target']}: {node.get('failureSummary', '')[:200]}"
+                )
         print(f"axe, {theme} theme, {len(READ_PAGES)} pages: {counts or 'no violations'}")
         assert not found, "\n".join(found[:20])
     finally:
@@ -643,29 +731,80 @@ def test_figures_have_the_alt_text_of_their_cell(reader, notebook):
         )
 
 
-def test_the_set_up_check_cell_is_not_on_the_site(reader):
-    """Every notebook starts with its install check (tagged course-install-check); the pages
-    leave it out: a reader of the site has nothing to install."""
-    for notebook in LESSONS + EXERCISES:
+def test_the_set_up_check_cell_is_collapsed_on_the_site(reader):
+    """Every notebook starts with its install check (tagged course-install-check, stored
+    collapsed for JupyterLab); each page shows it collapsed too: its code behind a closed
+    "Show code" toggle that opens it, its output (if any) in view (issue 35)."""
+    for notebook in LESSONS[:2] + EXERCISES[:1]:
         first = next(
             c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"
         )
         assert site_build.INSTALL_CHECK_TAG in first.metadata.get("tags", []), notebook.name
         marker = next(line for line in first.source.splitlines() if line.strip())
         page = reader.open(_page(notebook))
-        assert marker not in page.inner_text("article"), f"{notebook.name}: the set-up check shows"
+        cell = page.locator(f"article .tag_{site_build.INSTALL_CHECK_TAG}")
+        assert cell.count() == 1, f"{notebook.name}: the set-up cell is not on the page"
+        assert marker not in page.inner_text("article"), f"{notebook.name}: its code shows"
+        if first.get("outputs"):
+            assert cell.locator(".cell_output").is_visible(), f"{notebook.name}: output hidden"
+        cell.locator("summary").first.click()
+        assert cell.locator(".cell_input").is_visible(), f"{notebook.name}: does not open"
 
 
-def test_code_wraps_or_fits_at_1280_px(reader):
-    """No code box at 1280 px hides part of a line behind a horizontal scroll bar."""
-    for notebook in LESSONS + EXERCISES[:1]:
-        page = reader.open(_page(notebook))
-        clipped = page.evaluate(
-            """() => [...document.querySelectorAll('article pre')]
-                .filter(p => p.scrollWidth > p.clientWidth + 1)
-                .map(p => p.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 80))"""
-        )
-        assert not clipped, f"{notebook.name}: code cut off at 1280 px: {clipped[:3]}"
+def test_the_site_refuses_the_placeholder_repository_unless_a_local_preview(monkeypatch):
+    """While pyproject.toml names the placeholder, `make site` stops (its links would lead
+    nowhere) unless --local-preview (or $MHA_COURSE_LOCAL_PREVIEW) says this is a preview."""
+    monkeypatch.setattr(
+        site_build, "repository_url", lambda *a: (site_build.PLACEHOLDER_REPOSITORY, True)
+    )
+    monkeypatch.delenv(site_build.LOCAL_PREVIEW_ENV, raising=False)
+    with pytest.raises(SystemExit, match="placeholder.*--local-preview"):
+        site_build.build(Path("/nonexistent/out"), Path("/nonexistent/work"))
+    monkeypatch.setenv(site_build.LOCAL_PREVIEW_ENV, "0")
+    with pytest.raises(SystemExit, match="placeholder"):
+        site_build.main(["--out", "/nonexistent/out"])
+
+
+# Boxes of code or printed output whose lines wrapped (taller than one line per line of text),
+# and boxes that scroll sideways without being reachable by keyboard.
+LINES_KEPT = """() => {
+    const wrapped = [], unreachable = [];
+    let outputs = 0;
+    for (const pre of document.querySelectorAll('article div.cell_output pre, article div.cell_input pre')) {
+        const style = getComputedStyle(pre);
+        const lines = pre.textContent.replace(/\\n$/, '').split('\\n').length;
+        const inner = pre.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+        const text = pre.textContent.slice(0, 60);
+        if (pre.closest('.cell_output')) outputs++;
+        if (inner > (lines + 0.5) * parseFloat(style.lineHeight)) wrapped.push(text);
+        if (pre.scrollWidth > pre.clientWidth + 1 && pre.getAttribute('tabindex') !== '0')
+            unreachable.push(text);
+    }
+    return {wrapped, unreachable, outputs};
+}"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "375"])
+def test_printed_outputs_and_code_keep_their_lines(browser, base_url, viewport):
+    """Printed tables, text diagrams and code never wrap (a wrapped column lands under the wrong
+    heading; a wrapped line restarting at column 0 reads as code): a line too wide for the column
+    scrolls sideways in a box the keyboard can reach. Every lesson page, and one exercise. At
+    1280 px no display equation hides its beginning either."""
+    r = Reader(browser, base_url, viewport)
+    outputs = 0
+    try:
+        for notebook in LESSONS + EXERCISES[:1]:
+            page = r.open(_page(notebook))
+            page.wait_for_function("document.documentElement.dataset.mhaScrollables === 'marked'")
+            m = page.evaluate(LINES_KEPT)
+            outputs += m["outputs"]
+            assert not m["wrapped"], f"{notebook.name}: lines wrapped: {m['wrapped'][:3]}"
+            assert not m["unreachable"], f"{notebook.name}: no keyboard: {m['unreachable'][:3]}"
+            hidden = page.evaluate(MATH_START_HIDDEN)
+            assert not hidden, f"{notebook.name}: equations whose start is out of view: {hidden}"
+        assert outputs > 50, f"only {outputs} printed outputs measured"
+    finally:
+        r.close()
 
 
 @pytest.mark.parametrize("notebook", [LESSONS[0], EXERCISES[0]], ids=["lesson", "exercise"])
@@ -764,6 +903,88 @@ def test_explorer_pictures_fit_with_no_empty_box_after_them(reader, lesson):
             .map(t => t.textContent.slice(0, 40))"""
     )
     assert not wide, f"tables cut off at 1280 px: {wide}"
+
+
+FIGURES_AS_SHOWN = """() => [...document.querySelectorAll('article div.cell_output img')]
+    .filter(i => i.naturalWidth > 0)
+    .map(i => {
+        const s = getComputedStyle(i);
+        return {scale: i.clientWidth / i.naturalWidth, natural: i.naturalWidth,
+                filter: s.filter, background: s.backgroundColor, alt: (i.alt || '').slice(0, 50)};
+    })"""
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_figure_text_is_at_least_9_px_as_shown_and_keeps_its_contrast(browser, base_url, theme):
+    """Issue 35: every lesson figure is shown at a scale where the course style's smallest text
+    (mha_helpers.plots.SMALLEST_TEXT_PT at 100 dpi; tests/test_plots.py checks the helpers draw
+    nothing smaller) is at least 9 px at 1280 px; in the dark theme figures are not dimmed
+    (the theme's brightness filter made them grey slabs) and sit on their own white background."""
+    from mha_helpers import plots
+
+    px_per_pt = plots.COURSE_STYLE["figure.dpi"] / 72
+    r = _themed_reader(browser, base_url, theme)
+    small, dimmed, seen = [], [], 0
+    try:
+        for notebook in LESSONS:
+            page = _open_themed(r, _page(notebook), theme)
+            for fig in page.evaluate(FIGURES_AS_SHOWN):
+                seen += 1
+                shown = plots.SMALLEST_TEXT_PT * px_per_pt * fig["scale"]
+                if shown < 9.0:
+                    small.append(f"{notebook.name}: {fig['alt']} ({shown:.1f} px)")
+                if fig["filter"] != "none" or fig["background"] not in (
+                    "rgb(255, 255, 255)",
+                    "rgba(0, 0, 0, 0)",
+                ):
+                    dimmed.append(f"{notebook.name}: {fig['alt']} {fig['filter']}")
+        assert seen > 20, f"only {seen} figures seen"
+        assert not small, f"figure text under 9 px as shown: {small[:5]}"
+        assert not dimmed, f"figures dimmed or on a grey panel in the {theme} theme: {dimmed[:5]}"
+        if theme == "dark":  # the explorers' pictures: dark text on a white card
+            page = _open_themed(r, "notebooks/05_variants.html", theme)
+            card = page.evaluate(
+                """() => { const o = document.querySelector('.mha-static-explorer').closest('.output');
+                const s = getComputedStyle(o); return [s.backgroundColor, s.color]; }"""
+            )
+            assert card == ["rgb(255, 255, 255)", "rgb(31, 35, 40)"], card
+    finally:
+        r.close()
+
+
+def test_pages_load_no_font_awesome_script_and_weigh_under_2_mb(browser, base_url):
+    """Issue 35 measured 2.7-3.1 MB a page, 1.5 MB of it fontawesome.js (the whole icon set, for
+    about 15 icons). The build replaces it with a small generated stylesheet (site_src/conf.py,
+    replace_fontawesome); what every request of a page adds up to, uncompressed, stays under
+    2 MB (the issue's 1 MB target is not reached yet: the theme's CSS and KaTeX are ~640 KB)."""
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        for path in ["index.html", _page(LESSONS[2]), _page(LESSONS[-1]), _page(EXERCISES[0])]:
+            page = context.new_page()  # a page of its own: its own list of responses
+            sizes: dict[str, int] = {}
+            page.on(
+                "response",
+                lambda r, sizes=sizes: sizes.__setitem__(r.url, len(r.body()) if r.ok else 0),
+            )
+            page.goto(f"{base_url}/{path}", wait_until="networkidle")
+            total = sum(sizes.values())
+            # (The theme's note icons still use Font Awesome's 112 KB web font, from CSS.)
+            assert not [u for u in sizes if "fontawesome.js" in u], f"{path}: fontawesome.js"
+            assert total < 2_000_000, f"{path}: {total / 1e6:.2f} MB in {len(sizes)} requests"
+            icon = page.locator(".bd-header-article .primary-toggle .fa-solid").first
+            assert icon.evaluate("i => getComputedStyle(i).maskImage.startsWith('url(')"), path
+            page.close()
+    finally:
+        context.close()
+
+
+def test_the_exercises_index_lists_each_exercise_by_its_title(built_site):
+    """Not by its file slug ("01_recap_self_attention"), as it did (issue 35)."""
+    index = (built_site / "exercises" / "index.html").read_text()
+    for notebook in EXERCISES:
+        title = site_build.notebook_title(notebook)
+        assert title != notebook.stem and title in html_module.unescape(index), title
+        assert f">{notebook.stem}<" not in index
 
 
 FIGURE_TYPES = {"image/png", "image/jpeg", "image/svg+xml"}

@@ -62,6 +62,9 @@ def test_every_notebook_starts_with_the_current_install_check(path):
     )
     assert INSTALL_CHECK_TAG in cell.metadata.get("tags", []), f"{path.name}: {fix}"
     assert cell.source == install_check_source(REPOSITORY), f"{path.name}: outdated; {fix}"
+    # Collapsed in JupyterLab (issue 35): the lesson comes first; its output would still show.
+    assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, f"{path.name}: {fix}"
+    assert not cell.metadata.get("jupyter", {}).get("outputs_hidden"), path.name
     assert sum(INSTALL_CHECK_TAG in c.metadata.get("tags", []) for c in nb.cells) == 1
     if path.parent.name in ("solutions", "exercises"):
         grader = cell.metadata.get("nbgrader", {})
@@ -72,15 +75,72 @@ def test_every_notebook_starts_with_the_current_install_check(path):
 
 
 def test_the_install_line_comes_from_pyproject_and_is_a_real_pip_command():
-    source = install_check_source(REPOSITORY)
+    published = "https://github.com/someone/mha-course"
+    source = install_check_source(published)
     line = re.search(r"INSTALL = '(.*)'", source).group(1)
-    assert line == f'pip install "mha-course @ git+{REPOSITORY}"'
-    assert REPOSITORY.startswith("https://") and REPOSITORY in source.splitlines()[0]
+    assert line == f'pip install "mha-course @ git+{published}"'
+    assert published in source.splitlines()[0]
     compile(source, "install-check", "exec")
+    assert REPOSITORY.startswith("https://") and REPOSITORY in install_check_source(REPOSITORY)
     with pytest.raises(ValueError, match="https://"):
         install_check_source("github.com/someone/course")
     with pytest.raises(ValueError, match="quotes"):
         install_check_source('https://example.org/x" && rm -rf ~')
+
+
+def _run_install_check(source: str, colab: bool) -> tuple[str, list[str]]:
+    """Run the cell where mha_helpers is missing (and, with ``colab``, inside "Colab"): what it
+    raises and the %pip lines it would run."""
+    import importlib.util
+    import types
+
+    ran: list[str] = []
+    fake_ip = types.SimpleNamespace(run_line_magic=lambda name, line: ran.append(f"%{name} {line}"))
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = lambda: fake_ip
+    saved = {k: sys.modules.get(k) for k in ("google.colab", "IPython")}
+    real_find_spec = importlib.util.find_spec
+    try:
+        sys.modules["IPython"] = ipython
+        if colab:
+            sys.modules["google.colab"] = types.ModuleType("google.colab")
+        else:
+            sys.modules.pop("google.colab", None)
+        importlib.util.find_spec = lambda name, *a: (
+            None if name == "mha_helpers" else real_find_spec(name, *a)
+        )
+        try:
+            exec(compile(source, "install-check", "exec"), {})
+        except Exception as exc:  # the cell's CourseNotInstalled
+            return str(exc), ran
+        return "", ran
+    finally:
+        importlib.util.find_spec = real_find_spec
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+def test_in_colab_the_placeholder_cell_says_what_to_do_instead_of_a_failing_install():
+    """While pyproject.toml names the placeholder, there is nothing to pip install from: in
+    Colab and elsewhere the cell stops with what to do instead (issue 35). Once the address is
+    set, Colab installs from it and elsewhere the cell prints the command."""
+    placeholder = install_check_source("https://github.com/OWNER-NOT-SET/mha-course")
+    for colab in (True, False):
+        message, ran = _run_install_check(placeholder, colab)
+        assert not ran, f"the placeholder cell ran {ran}"
+        assert "pip install -e" in message and "placeholder" in message, message
+        assert "git+https://github.com/OWNER-NOT-SET" not in message
+    published = install_check_source("https://github.com/someone/mha-course")
+    message, ran = _run_install_check(published, colab=True)
+    assert ran == ['%pip install "mha-course @ git+https://github.com/someone/mha-course"']
+    message, ran = _run_install_check(published, colab=False)
+    assert (
+        not ran
+        and 'pip install "mha-course @ git+https://github.com/someone/mha-course"' in message
+    )
 
 
 def _toy(graded=False):
@@ -100,10 +160,10 @@ def test_set_install_check_inserts_once_before_the_first_code_cell_and_refreshes
     assert set_install_check(nb, "https://example.org/a/course") is True
     assert [c.cell_type for c in nb.cells] == ["markdown", "code", "code", "code"]
     assert nb.cells[1].source == install_check_source("https://example.org/a/course")
-    assert (
-        nb.cells[1].metadata == {"tags": [INSTALL_CHECK_TAG]}
-        and "nbgrader" not in nb.cells[1].metadata
-    )
+    assert nb.cells[1].metadata == {
+        "tags": [INSTALL_CHECK_TAG],
+        "jupyter": {"source_hidden": True},
+    }
     assert set_install_check(nb, "https://example.org/a/course") is False  # idempotent
     # A fork changes the URL: the same cell is refreshed, not a second one added.
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="old")]

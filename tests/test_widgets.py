@@ -433,6 +433,36 @@ def test_kv_cache_explorer_loads_a_real_model():
     assert ex.controls["num_kv_heads"].value == 1
 
 
+def test_kv_cache_explorer_controls_that_do_not_apply_are_disabled_and_numbers_agree():
+    """Issue 35: under MLA the KV-heads slider does nothing, so it is disabled (and enabled again
+    for MHA/GQA/MQA); the context is written 16,384 as every other number; the loaded model's
+    row comes first in the real models' table."""
+    ex = kv_cache_explorer()
+    assert not ex.controls["num_kv_heads"].disabled
+    ex.preset.value = "DeepSeek-V2"
+    assert ex.kind_buttons.value == "MLA" and ex.controls["num_kv_heads"].disabled
+    # The loaded model's row first, in bold, right under "your settings" (in view even where
+    # the table scrolls).
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", ex.models_table.value, re.S)
+    assert "your settings" in text(rows[1]) and "DeepSeek-V2" in text(rows[2]), text(rows[2])
+    assert "font-weight:bold" in rows[2] and "font-weight:bold" not in rows[3]
+    ex.kind_buttons.value = "GQA"
+    assert not ex.controls["num_kv_heads"].disabled
+    labels = [label for label, _ in ex.controls["seq_len"].options]
+    assert "16,384" in labels and "16384" not in labels and ex.controls["seq_len"].value == 4096
+    assert ex.controls["seq_len"].label == "4,096"
+
+
+def test_cost_explorer_headers_never_run_into_each_other():
+    """In its 5.5em column, "projections" ran into the next header ("projectionsattention"):
+    every header word of more than 10 letters (over about 5.5 em) has a soft hyphen where it may break."""
+    html = cost_explorer().output_bundles()[0][0]["text/html"]
+    headers = re.findall(r"<th [^>]*>([^<]*)</th>", html)
+    words = [w for h in headers for w in h.split()]
+    assert "projec\u00adtions" in words, headers
+    assert all(len(w.replace("\u00ad", "")) <= 10 or "\u00ad" in w for w in words), words
+
+
 def test_kv_cache_static_rendering():
     (picture, _), (view, _) = kv_cache_explorer().output_bundles()
     assert WIDGET_VIEW in view and WIDGET_VIEW not in picture

@@ -128,7 +128,9 @@ _COLUMNS = {
     # key: (header, value of a CostRow as text)
     "d_head": ("d_head", lambda r: str(r.d_head)),
     "params": ("parameters", lambda r: fmt_int(r.params)),
-    "projections": ("FLOPs: projections", lambda r: fmt_si(r.projections)),
+    # A soft hyphen: in its 5.5em column the word may break ("projec-tions"); unbroken it ran
+    # into the next header ("projectionsattention").
+    "projections": ("FLOPs: projec\u00adtions", lambda r: fmt_si(r.projections)),
     "attention": ("attention", lambda r: fmt_si(r.attention)),
     "total": ("total", lambda r: fmt_si(r.total)),
     "total_flops": ("total FLOPs", lambda r: fmt_si(r.total)),

@@ -477,17 +477,21 @@ def _your_row_html(view: KVCacheView, td: str, tl: str) -> str:
 
 
 def _models_rows_html(view: KVCacheView, td: str, tl: str) -> tuple[list, bool]:
-    """A row per real model, and whether any is marked as used beyond its context."""
+    """A row per real model, and whether any is marked as used beyond its context. The models
+    your settings match (the one loaded from the menu) come first, in bold, right under your
+    settings: in view at the top of the table even where it scrolls."""
     rows = []
     beyond = False
     nowrap = ";white-space:nowrap"
-    for r in view.models:
+    matches = set(view.matches)
+    for r in sorted(view.models, key=lambda r: r.name not in matches):  # stable: else as listed
         kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
         mark = ""
         if r.context is not None and view.seq_len > r.context:
             mark, beyond = " *", True
+        bold = ' style="font-weight:bold"' if r.name in matches else ""
         rows.append(
-            f'<tr><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
+            f'<tr{bold}><td style="{tl};min-width:7em" title="{esc(r.source)}">{esc(r.label)}</td>'
             f'<td style="{tl}">{r.kind}</td>'
             f'<td style="{td}">{r.num_layers}</td><td style="{td}">{r.num_heads}</td>'
             f'<td style="{td}">{kv}</td><td style="{td}">{r.d_head}</td>'
@@ -651,6 +655,10 @@ class KVCacheExplorer(Explorer):
 
     def _show(self, view):
         self.summary.value = render_kv_cache_summary_html(view)
+        # MLA caches a latent, not K and V heads: the KV-heads slider does not apply then.
+        self.controls["num_kv_heads"].disabled = bool(view.ok and view.latent_dim)
+        # The table scrolls beyond a third of the window (the explorer fits a 1366 x 768
+        # screen); the models your settings match come first, so a loaded model's row is in view.
         table = render_kv_cache_table_html(view, max_height_vh=KV_TABLE_MAX_VH)
         if self.models_table.value != table:
             self.models_table.value = table
@@ -722,7 +730,8 @@ def _controls(
             layout=W.Layout(width=CONTROL_WIDTH),
         ),
         "seq_len": W.SelectionSlider(
-            options=contexts,
+            # Labelled as every other number of the explorer is written: 16,384, not 16384.
+            options=[(fmt_int(c), c) for c in contexts],
             value=int(seq_len),
             description="context",
             style=SLIDER_STYLE,

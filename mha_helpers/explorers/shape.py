@@ -344,7 +344,10 @@ def _heatmap_table(weights, tokens, title: str, swatch: str = "") -> str:
     value = f"{size};text-align:center;padding:0;border:1px solid #ffffff;font-size:10px"
     label = "padding:0 3px;font-size:11px;font-weight:normal;border:none;background:none"
     rows = [
-        f'<tr><td style="{label};text-align:right;{MUTED}">query \u2193 key \u2192</td>'
+        # A short corner ("q ↓ k →"; the note under the heatmaps says it in words), so that two
+        # heads sit side by side beside the shape table at 1366 px and more heads wrap.
+        f'<tr><td style="{label};text-align:right;{MUTED}" title="rows: queries; columns: keys">'
+        "q \u2193 k \u2192</td>"
         + "".join(
             f'<th scope="col" style="{label};text-align:center">{esc(t)}</th>' for t in tokens
         )
@@ -515,7 +518,8 @@ class ShapeExplorer(Explorer):
             (self.counts, render_counts_html(view)),
             (self.diagram, render_diagram_html(view, max_height_vh=DIAGRAM_MAX_VH)),
             (self.body, render_shape_table_html(view)),
-            (self.heatmaps, render_heatmaps_html(view, scroll=True)),
+            # The heads wrap onto more rows (issue 35: a strip that scrolled sideways hid head 1).
+            (self.heatmaps, render_heatmaps_html(view, scroll=False)),
         ):
             if child.value != value:
                 child.value = value

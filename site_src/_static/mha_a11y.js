@@ -13,6 +13,7 @@
     ".bd-article .table-wrapper",
     ".bd-article table.table",
     ".bd-article div.highlight pre",
+    "div.cell_output pre",
   ].join(",");
   const mark = () => {
     for (const box of document.querySelectorAll(SCROLLERS)) {
