@@ -27,6 +27,7 @@ from mha_helpers.notebooks import (
     INSTALL_CHECK_GRADE_ID,
     INSTALL_CHECK_TAG,
     install_check_source,
+    is_placeholder,
     repository_url,
     set_install_check,
 )
@@ -293,15 +294,46 @@ def _first_lesson_with_the_check():
     pytest.fail("no lesson has the install check yet: run `mha-course execute`")
 
 
-def test_without_the_course_the_first_cell_says_how_to_install_it_and_stops(kernel_env):
-    lesson = _first_lesson_with_the_check()
-    nb, err = _run_alone(kernel_env, lesson, kernel_env["base"] / "missing")
+# A repository setting as a fork sets it.
+PUBLISHED = "https://github.com/example-course-owner/mha-course"
+
+
+def _published_copy(lesson: Path, folder: Path) -> Path:
+    """A copy of ``lesson`` whose managed first cell is the one written for a course published
+    at :data:`PUBLISHED` (the stored lessons carry the placeholder's cell until the repository
+    setting is made)."""
+    folder.mkdir()
+    nb = nbformat.read(lesson, as_version=4)
+    set_install_check(nb, PUBLISHED)
+    copy = folder / lesson.name
+    nbformat.write(nb, copy)
+    return copy
+
+
+def _stops_at_the_first_cell(nb, err) -> str:
     assert err is not None, "Run All must stop at the install check"
     shown = _text(nb)
-    assert f'pip install "mha-course @ git+{REPOSITORY}"' in shown
     assert "ModuleNotFoundError" not in shown and "Traceback" not in shown
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code[0].outputs and all(not c.outputs for c in code[1:]), "later cells must not run"
+    return shown
+
+
+def test_without_the_course_the_first_cell_says_how_to_install_it_and_stops(kernel_env):
+    lesson = _published_copy(_first_lesson_with_the_check(), kernel_env["base"] / "published")
+    nb, err = _run_alone(kernel_env, lesson, kernel_env["base"] / "missing")
+    shown = _stops_at_the_first_cell(nb, err)
+    assert f'pip install "mha-course @ git+{PUBLISHED}"' in shown
+
+
+def test_with_the_placeholder_the_first_cell_says_what_to_do_instead_of_a_failing_install(
+    kernel_env,
+):
+    assert is_placeholder(REPOSITORY), "the stored lessons are the placeholder's (issue 35)"
+    nb, err = _run_alone(kernel_env, _first_lesson_with_the_check(), kernel_env["base"] / "ph")
+    shown = _stops_at_the_first_cell(nb, err)
+    assert 'pip install "mha-course @ git+' not in shown
+    assert "make lab" in shown and "pip install -e" in shown
 
 
 COLAB_STARTUP = """
@@ -324,7 +356,7 @@ def pip(line):  # Colab's %pip, offline: record the call, install the course's l
 
 def test_in_colab_the_first_cell_installs_the_course_and_the_notebook_runs(kernel_env):
     """Colab is simulated: a ``google.colab`` module and a ``%pip`` that installs the local wheel."""
-    lesson = _first_lesson_with_the_check()
+    lesson = _published_copy(_first_lesson_with_the_check(), kernel_env["base"] / "colab-copy")
     ipython_dir = kernel_env["base"] / "ipython-colab"
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True)
