@@ -1,0 +1,67 @@
+"""Student text in Markdown feedback stays text: whatever a student writes (a display name, an
+error message, a hint's echo), the rendered feedback has no link, image, autolink, raw HTML,
+heading, code or emphasis of the student's making. Checked by rendering with mistune (a
+CommonMark parser) on generated strings, not by looking for patterns."""
+
+from __future__ import annotations
+
+import pytest
+
+mistune = pytest.importorskip("mistune")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mha_helpers.grading.classroom.feedback import (  # noqa: E402
+    feedback_markdown,
+    md_escape,
+    md_unescape,
+)
+
+RENDER = mistune.create_markdown(renderer=None, plugins=["strikethrough", "table", "url"])
+MARKUP = {
+    "link", "image", "inline_html", "block_html", "heading", "codespan", "block_code",
+    "emphasis", "strong", "strikethrough", "table", "thematic_break", "block_quote", "linebreak",
+}  # fmt: skip
+PIECES = list("[]()!<>`*_\\#:/=-+|~&.\n\t 1aj") + [
+    "    ", "http://e.x", "www.e.x", "javascript:", "<a@b.c>", "&amp;", "\\](", "![",
+]  # fmt: skip
+STUDENT = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)
+
+
+def _kinds(tokens, out):
+    for t in tokens:
+        out.add(t["type"])
+        _kinds(t.get("children") or [], out)
+    return out
+
+
+def _row(message: str) -> dict:
+    q = {"status": "failed", "points": 0, "max_points": 1, "message": message, "hint": message}
+    return {"assignment": "03_x", "file": "f.ipynb", "shown": message, "status": "ok",
+            "max": 1, "total": 0, "pending": 0, "questions": {"q03_a": q}, "notes": [message]}  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(STUDENT)
+def test_no_student_string_becomes_markup(text):
+    assert not _kinds(RENDER(md_escape(text)), set()) & MARKUP, md_escape(text)
+    md = feedback_markdown(text, _row(text))
+    kinds = _kinds(RENDER(md), set())
+    # the feedback's own markup: one h1 and one h2 heading, lists; nothing else
+    assert not (kinds - {"heading"}) & MARKUP, md
+    assert sum(1 for line in md.split("\n") if line.startswith("#")) == 2, md
+    assert "](" not in md
+
+
+def test_a_backslash_never_unescapes_the_next_character():
+    for text in ["[c\\](javascript:alert(1))", "\\<img src=x>", "\\![t](http://e.x/p.png)"]:
+        md = md_escape(text)
+        assert "](" not in md and "<img" not in md.replace("\\<img", "")
+        assert not _kinds(RENDER(md), set()) & MARKUP, md
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=20))
+def test_unescape_inverts_escape_on_one_line_text(text):
+    line = " ".join(text.split())
+    assert md_unescape(md_escape(line)) == line.strip()
