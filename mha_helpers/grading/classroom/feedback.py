@@ -128,7 +128,14 @@ _MD_SPECIAL = re.compile(
     r"|\](?=[(\[:])|\[(?=[^\]]*\][(\[:])|(?<=!)\[|^\["  # any bracket a link or image needs
     r"|(?<=\])\("  # and the parenthesis after one: "](" never appears, even escaped
 )
-_MD_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_MD_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])|&lt;")
+
+
+def _escaped(m: re.Match) -> str:
+    """One special character, escaped: ``<`` as ``&lt;`` (no ``<tag`` in the text at all)."""
+    return "&lt;" if m.group(0) == "<" else "\\" + m.group(0)
+
+
 _MD_PREFIXES = ("## ", "# ", "  - ", "- ")
 
 
@@ -142,10 +149,10 @@ def md_escape(text: str) -> str:
     heading, no hard line break).
 
     >>> print(md_escape("[click](http://x) <b>*hi*</b> q03_d_head [1/1]"))
-    \\[click\\]\\(http:\\/\\/x) \\<b\\>\\*hi\\*\\</b\\> q03_d_head [1/1]
+    \\[click\\]\\(http:\\/\\/x) &lt;b\\>\\*hi\\*&lt;/b\\> q03_d_head [1/1]
     """
     text = re.sub(r"[\t\n\r\v\f\x1c-\x1e\x85\u2028\u2029]", " ", text).strip()  # one line:
-    out = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)  # no block a student starts
+    out = _MD_SPECIAL.sub(_escaped, text)  # no block a student starts
     out = out.replace("://", ":\\/\\/").replace("www.", "www\\.")
     out = re.sub(r"^(\s*)([-+=])", lambda m: m.group(1) + "\\" + m.group(2), out)
     return re.sub(r"^(\s*\d+)([.)])", lambda m: m.group(1) + "\\" + m.group(2), out)
@@ -153,7 +160,7 @@ def md_escape(text: str) -> str:
 
 def md_unescape(text: str) -> str:
     """The inverse of :func:`md_escape`."""
-    return _MD_ESCAPED.sub(lambda m: m.group(1), text)
+    return _MD_ESCAPED.sub(lambda m: m.group(1) or "<", text)
 
 
 def _md_line(line: str) -> str:
