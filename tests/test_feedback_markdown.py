@@ -65,3 +65,33 @@ def test_a_backslash_never_unescapes_the_next_character():
 def test_unescape_inverts_escape_on_one_line_text(text):
     line = " ".join(text.split())
     assert md_unescape(md_escape(line)) == line.strip()
+
+
+def test_what_happened_on_a_hidden_case_is_the_instructors_only():
+    from mha_helpers.grading.classroom import grade
+    from mha_helpers.grading.classroom import report as said
+    from mha_helpers.grading.classroom.untrusted import FOR_INSTRUCTOR
+
+    notes, flags = said.death_notes(
+        [(("eval", "q03_a"), grade.HIDDEN_DEATH + "it ran out of time")], []
+    )
+    assert not flags and all(n.startswith(FOR_INSTRUCTOR) for n in notes) and notes
+    row = _row("x")
+    row["notes"] = notes + ["seen"]
+    md = feedback_markdown("s", row)
+    assert "ran out of time" not in md and "seen" in md
+
+    class Q:
+        grade_id, hint = "q03_a", "the question's own hint"
+
+    worded = []
+    for d in (
+        {"status": "timeout", "public": False, "message": "checking your answer ran out of time"},
+        {"status": "error", "public": False, "message": "one of the grader's hidden cases raised"},
+        {"status": "failed", "public": False, "message": "x: wrong values", "diagnosis": "d"},
+    ):
+        out = grade._hidden_failure(Q, d | {"points": 0.0}, rec={}, notes=[])
+        worded.append((out["status"], out["message"], out["hint"], sorted(out)))
+    assert len(set(map(str, worded))) == 1, worded
+    public = {"status": "failed", "public": True, "message": "case 1: wrong"}
+    assert grade._hidden_failure(Q, public, rec={}, notes=[]) == public

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from .gradebook import atomic_write, to_float
-from .untrusted import clean_text, normalise_name
+from .untrusted import FOR_INSTRUCTOR, clean_text, normalise_name
 
 __all__ = [
     "write_feedback",
@@ -105,8 +105,9 @@ def _lines(row: dict) -> list[str]:
             lines.append(f"  - your instructor's comment: {d['comment']}")
         if d.get("hint") and d["status"] not in ("passed", "scored"):
             lines.append(f"  - hint: {d['hint']}")
-    if row["notes"]:
-        lines += ["", "Notes:"] + [f"- {n}" for n in row["notes"]]
+    shown_notes = [n for n in row["notes"] if not str(n).startswith(FOR_INSTRUCTOR)]
+    if shown_notes:
+        lines += ["", "Notes:"] + [f"- {n}" for n in shown_notes]
     lines.append("")
     return lines
 

@@ -38,6 +38,7 @@ __all__ = [
     "clean_row",
     "normalise_name",
     "starts_formula",
+    "FOR_INSTRUCTOR",
     "safe_cell",
     "safe_console",
     "console_text",
@@ -45,6 +46,9 @@ __all__ = [
     "MAX_TEXT",
     "MAX_NAME_BYTES",
 ]
+
+FOR_INSTRUCTOR = "for the instructor: "
+"""How a row's note starts when it is kept in the gradebook and never shown in feedback."""
 
 MAX_TEXT = 2000
 """Default bound on cleaned text, in characters: a long error message, not a novel."""
