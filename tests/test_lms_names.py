@@ -169,3 +169,16 @@ def test_numbers_and_ids_stay_exact():
     for n in ["-2.5", "+1", "7,5", "-", "0", "512001", "Ana"]:
         assert safe_cell(n) == n
     assert neutralise("-2").startswith("'")  # the CSV view neutralises every part
+
+
+def test_student_on_the_command_line_decides_an_ambiguous_name(tmp_path):
+    from mha_helpers.grading.classroom.commands import _given_student
+
+    name = "Ana_512001_assignsubmission_file_ x_512101_assignsubmission_file_hw.ipynb"
+    (tmp_path / name).write_text(NB, encoding="utf-8")
+    subs = col.collect([tmp_path / name]).submissions
+    assert subs[0].student_id.startswith(col.UNATTRIBUTED)
+    _given_student(subs, "512101")
+    apply_roster(subs, read_roster(_worksheet(tmp_path, {"512001": "Ana", "512101": "Zed"})))
+    assert subs[0].student_id == "512101"
+    assert not any(n.startswith(col.NEEDS_A_LOOK) for n in subs[0].notes)

@@ -346,6 +346,7 @@ def _given_student(subs: list, student_id: str) -> None:
     for sub in subs:
         sub.student_id = sub.student = normalise_name(student_id)
         sub.identity = "--student on the command line"
+        sub.candidates = []  # the instructor has decided: the roster does not read the name
         sub.notes = [n for n in sub.notes if not str(n).startswith(NEEDS_A_LOOK)]
 
 
