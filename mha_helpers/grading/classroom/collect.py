@@ -56,16 +56,29 @@ ZIP_MAX_MEMBERS = 5000
 ZIP_MAX_TOTAL = 512 * 2**20  # uncompressed bytes of one archive
 ZIP_MAX_RATIO = 200  # uncompressed / compressed, per member
 
-CANVAS = re.compile(r"^(?P<login>.+?)(?P<late>_LATE)?_(?P<userid>\d+)_(?P<subid>\d+)_(?P<rest>.+)$")
-MOODLE = re.compile(r"^(?P<name>.+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
+# LMS ids are ASCII digits only ([0-9], never \d: "５１２００３" is text a student typed), and
+# ``.`` matches a newline too (re.DOTALL): a display name with a line break is still a name.
+CANVAS = re.compile(
+    r"^(?P<login>.+?)(?P<late>_LATE)?_(?P<userid>[0-9]+)_(?P<subid>[0-9]+)_(?P<rest>.+)$", re.S
+)
+MOODLE = re.compile(r"^(?P<name>.+)_(?P<id>[0-9]+)_assignsubmission_(?P<plugin>[a-z]+)_?$", re.S)
 MOODLE_FLAT = re.compile(
-    r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.+)$"
+    r"^(?P<name>.+?)_(?P<id>[0-9]+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.+)$", re.S
 )
 CANVAS_ANON = re.compile(  # Canvas's download of an anonymously graded assignment
-    r"^anon_(?P<anonid>[A-Za-z0-9]+)(?P<late>_LATE)?_(?P<subid>\d+)_(?P<rest>.+)$"
+    r"^anon_(?P<anonid>[A-Za-z0-9]+)(?P<late>_LATE)?_(?P<subid>[0-9]+)_(?P<rest>.+)$", re.S
 )
+# Every place a flat file name could split into name, id and the rest (overlaps included):
+# the display name and the uploaded file's name are both chosen by students.
+_MOODLE_FLAT_ANY = re.compile(
+    r"(?<=.)(?=(?P<tail>_(?P<id>[0-9]+)_assignsubmission_[a-z]+_).)", re.S
+)
+# (Canvas writes its user and submission ids without leading zeros: "_9001_03_" in a file
+# named "03_exercise" is not a second reading)
+_CANVAS_ANY = re.compile(r"(?<=.)(?=(?P<tail>(?:_LATE)?_(?P<id>[1-9][0-9]*)_[1-9][0-9]*_).)", re.S)
+UNATTRIBUTED = "unattributed-"  # the id of a row whose file name names several students
 NEEDS_A_LOOK = "needs a look: "  # a note that puts its row on the console's list
-RESUBMISSION = re.compile(r"-(\d+)$")  # Canvas's "name-1.ipynb" for a file uploaded again
+RESUBMISSION = re.compile(r"-([0-9]+)$")  # Canvas's "name-1.ipynb" for a file uploaded again
 SUFFIXES = (".ipynb", ".zip")
 
 
@@ -86,6 +99,7 @@ class Submission:
     identity: str = ""  # where student_id came from (the LMS's file name, a folder, a roster)
     lms_submission_id: str = ""  # Canvas's submission id, when its file name has one
     late_source: str = ""  # who said it was late
+    candidates: list = field(default_factory=list)  # (name, id) parses of an ambiguous name
 
     def __post_init__(self):
         self.student_id = self.student_id or self.student
@@ -277,27 +291,70 @@ def _from_folders(root: Path, subs: list, where):
             subs.append(_sub(child, normalise_name(child.stem), where, rank=_rank(child)))
 
 
+def _parses(name: str, anywhere: re.Pattern) -> list:
+    """Every ``(display name, id, rest)`` a flat LMS file name splits into."""
+    return [
+        (name[: h.start()], h.group("id"), name[h.start() + len(h.group("tail")) :])
+        for h in anywhere.finditer(name)
+    ]
+
+
+def _ids(parses: list) -> list:
+    return list(dict.fromkeys(p[1] for p in parses))
+
+
+def _ambiguous_note(what: str, ids: list) -> str:
+    return (
+        f"{NEEDS_A_LOOK}the file name reads as more than one {what} ({', '.join(ids)}): display "
+        "names and uploaded file names are chosen by students, so it is credited to no one; "
+        "give --roster to decide by name, or grade the file by itself with "
+        "`mha-course grade --student ID PATH` to say whose it is"
+    )
+
+
+def _unattributed(ids: list) -> tuple[str, str]:
+    """(display name, id) of a row whose file name names several students: neither id."""
+    return f"unattributed ({' or '.join(ids)})", UNATTRIBUTED + "-".join(ids)
+
+
+def moodle_flat_identity(name: str):
+    """``(student, student_id, rest, candidates)`` from a flat Moodle file name, or None.
+    A name that splits in more than one way gets no student's id (``candidates`` lists the
+    ``(name, id)`` readings, for the roster or the instructor to decide)."""
+    m = MOODLE_FLAT.match(name)
+    if not m:
+        return None
+    parses = _parses(name, _MOODLE_FLAT_ANY)
+    ids = _ids(parses)
+    if len(ids) <= 1:
+        return normalise_name(m.group("name")), m.group("id"), m.group("rest"), []
+    student, sid = _unattributed(ids)
+    return student, sid, parses[-1][2], [(normalise_name(p[0]), p[1]) for p in parses]
+
+
 def _canvas_identity(name: str):
-    """``(student, student_id, late, submission id, rest of the name, identity source)``
-    from a Canvas file name (an anonymous download's too), or None."""
+    """``(student, student_id, late, submission id, rest of the name, identity source,
+    candidates)`` from a Canvas file name (an anonymous download's too), or None. A name that
+    splits into more than one user id gets none of them (``candidates``: the readings)."""
     if MOODLE_FLAT.match(name):
         return None
     a = CANVAS_ANON.match(name)
     if a:
         sid = f"anon_{a.group('anonid')}"
-        return (
-            sid,
-            sid,
-            bool(a.group("late")),
-            a.group("subid"),
-            a.group("rest"),
-            ("Canvas's anonymous file name"),
-        )
+        return (sid, sid, bool(a.group("late")), a.group("subid"), a.group("rest"),
+                "Canvas's anonymous file name", [])  # fmt: skip
     m = CANVAS.match(name)
-    if m:
-        return (normalise_name(m.group("login")), m.group("userid"), bool(m.group("late")),
-                m.group("subid"), m.group("rest"), "Canvas's file name (user id)")  # fmt: skip
-    return None
+    if not m:
+        return None
+    parses = _parses(name, _CANVAS_ANY)
+    ids = _ids(parses)
+    if len(ids) > 1:
+        student, sid = _unattributed(ids)
+        candidates = [(normalise_name(re.sub(r"_LATE$", "", p[0])), p[1]) for p in parses]
+        return (student, sid, bool(m.group("late")), m.group("subid"), m.group("rest"),
+                "nobody: the file name reads as several Canvas users", candidates)  # fmt: skip
+    return (normalise_name(m.group("login")), m.group("userid"), bool(m.group("late")),
+            m.group("subid"), m.group("rest"), "Canvas's file name (user id)", [])  # fmt: skip
 
 
 def _not_notebooks(names: list) -> str:
@@ -326,6 +383,9 @@ def _from_canvas(root: Path, subs: list, where, files=None):
         sub = _sub(child, student, where, student_id, late=bool(hit and hit[2]), rank=rank)
         sub.identity = hit[5] if hit else "the file's name (not Canvas's pattern)"
         sub.lms_submission_id = hit[3] if hit else ""
+        if hit and hit[6]:
+            sub.candidates = hit[6]
+            sub.notes.append(_ambiguous_note("Canvas user id", _ids([(0, i) for _, i in hit[6]])))
         sub.late_source = "_LATE in Canvas's file name" if sub.late else ""
         if not hit:
             sub.notes.append(
@@ -344,46 +404,45 @@ def _from_canvas(root: Path, subs: list, where, files=None):
 
 
 def _from_moodle_flat(root: Path, subs: list, where):
-    seen = set()
+    others: dict = {}
     for child in _visible(root):
-        m = MOODLE_FLAT.match(child.name)
+        hit = moodle_flat_identity(child.name)
         if child.suffix.lower() not in SUFFIXES:
-            if m:
-                seen.add(m.group("id"))
+            if hit:
+                others.setdefault((hit[1], hit[0]), []).append((child, hit[2]))
             continue
-        student = normalise_name(m.group("name") if m else child.stem)
-        student_id = m.group("id") if m else student
-        seen.add(student_id)
+        student = hit[0] if hit else normalise_name(child.stem)
+        student_id = hit[1] if hit else student
         if child.is_symlink():
             subs.append(_refused_link(child, student, where, student_id))
             continue
         sub = _sub(child, student, where, student_id, rank=_rank(child))
-        sub.identity = "Moodle's file name (participant id)" if m else "the file's name"
-        if not m:
-            sub.notes.append(
-                NEEDS_A_LOOK + "the file name does not follow Moodle's "
-                "Full Name_id_assignsubmission_file_name pattern (is the download mixed?); "
-                "named after the file: check whose it is"
-            )
+        _moodle_flat_notes(sub, hit)
         subs.append(sub)
-    others: dict = {}
-    for child in _visible(root):  # a participant who handed in only other files
-        m = MOODLE_FLAT.match(child.name)
-        if m and m.group("id") not in {s.student_id for s in subs}:
-            others.setdefault((m.group("id"), m.group("name")), []).append(child)
-    for (student_id, name), children in others.items():
-        files = [MOODLE_FLAT.match(c.name).group("rest") for c in children]
-        subs.append(
-            _sub(
-                None,
-                normalise_name(name),
-                where,
-                student_id,
-                at=children[0],
-                status="not-a-notebook",
-                note=_not_notebooks(files),
-                identity="Moodle's file name (participant id)",
-            )  # fmt: skip
+    have = {s.student_id for s in subs}
+    for (student_id, name), found in others.items():  # a participant with only other files
+        if student_id in have:
+            continue
+        sub = _sub(None, name, where, student_id, at=found[0][0], status="not-a-notebook",
+                   note=_not_notebooks([rest for _, rest in found]))  # fmt: skip
+        _moodle_flat_notes(sub, moodle_flat_identity(found[0][0].name))
+        subs.append(sub)
+
+
+def _moodle_flat_notes(sub: Submission, hit) -> None:
+    """Where a flat Moodle file's identity came from, flagged when it is not Moodle's."""
+    if hit and hit[3]:
+        sub.identity = "nobody: the file name reads as several Moodle participants"
+        sub.candidates = hit[3]
+        sub.notes.append(_ambiguous_note("Moodle participant", _ids([(0, i) for _, i in hit[3]])))
+    elif hit:
+        sub.identity = "Moodle's file name (participant id)"
+    else:
+        sub.identity = "the file's name"
+        sub.notes.append(
+            NEEDS_A_LOOK + "the file name does not follow Moodle's "
+            "Full Name_id_assignsubmission_file_name pattern (is the download mixed?); "
+            "named after the file: check whose it is"
         )
 
 
@@ -419,7 +478,7 @@ def _moodle_sub(p: Path, student: str, where, student_id: str) -> Submission:
     """A notebook in a Moodle download's student folder (a folder not named as Moodle names
     them is flagged: a download that mixes layouts is flagged, never flipped)."""
     sub = _sub(p, student, where, student_id, rank=_rank(p))
-    if student_id.isdigit():
+    if re.fullmatch(r"[0-9]+", student_id):
         sub.identity = "Moodle's folder name (participant id)"
     else:
         sub.identity = "the folder's name (not Moodle's pattern)"
@@ -714,14 +773,14 @@ def _owner_name(dest: Path, folder: Path) -> tuple[str, str]:
     if rel and _wrapper(folder, rel[0]) and len(rel) > 1:
         rel = rel[1:]
     first = rel[0] if rel else "(archive)"
-    for pattern, key, ident in (
-        (CANVAS, "login", "userid"),
-        (MOODLE, "name", "id"),
-        (MOODLE_FLAT, "name", "id"),
-    ):
-        m = pattern.match(first)
-        if m:
-            return normalise_name(m.group(key)), m.group(ident)
+    folder_hit = MOODLE.match(first)  # a folder's name ends with Moodle's id: no ambiguity
+    if folder_hit and len(rel) > 1:
+        return normalise_name(folder_hit.group("name")), folder_hit.group("id")
+    hit = moodle_flat_identity(first) or _canvas_identity(first)
+    if hit:
+        return hit[0], hit[1]
+    if folder_hit:
+        return normalise_name(folder_hit.group("name")), folder_hit.group("id")
     name = normalise_name(PurePosixPath(first).stem if len(rel) == 1 else first)
     return name, name
 
@@ -831,22 +890,14 @@ def _from_file(given: Path, subs: list, where) -> str:
     """One notebook the instructor gave by itself (a Canvas or Moodle file, or any notebook):
     the instructor's choice among that student's copies. Returns the layout's name."""
     start = len(subs)
-    m, mf = _canvas_identity(given.name), MOODLE_FLAT.match(given.name)
+    m, mf = _canvas_identity(given.name), moodle_flat_identity(given.name)
     if m:
         _from_canvas(given.parent, subs, where, files=[given])
         layout = "canvas file"
     elif mf:
-        student = normalise_name(mf.group("name"))
-        subs.append(
-            _sub(
-                given,
-                student,
-                where,
-                mf.group("id"),
-                rank=_rank(given),
-                identity="Moodle's file name (participant id)",
-            )  # fmt: skip
-        )
+        sub = _sub(given, mf[0], where, mf[1], rank=_rank(given))
+        _moodle_flat_notes(sub, mf)
+        subs.append(sub)
         layout = "moodle file"
     else:
         student = normalise_name(given.parent.resolve().name or given.stem)

@@ -15,6 +15,7 @@ import sqlite3
 import sys
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -345,6 +346,7 @@ def _given_student(subs: list, student_id: str) -> None:
     for sub in subs:
         sub.student_id = sub.student = normalise_name(student_id)
         sub.identity = "--student on the command line"
+        sub.candidates = []  # the instructor has decided: the roster does not read the name
         sub.notes = [n for n in sub.notes if not str(n).startswith(NEEDS_A_LOOK)]
 
 
@@ -509,8 +511,12 @@ NOT_IN_ROSTER = "not in the roster"
 
 def apply_roster(subs: list, roster) -> None:
     """Give each submission its roster identity and display name (and Moodle's late marking);
-    flag a submission from a student the roster does not know."""
+    flag a submission from a student the roster does not know. A file name that reads as
+    several students is attributed only when exactly one reading is a roster student's id with
+    that student's name; otherwise it stays credited to no one."""
     for sub in subs:
+        if sub.candidates and not _roster_decides(sub, roster):
+            continue
         hit = roster.find(sub.student_id, sub.student)
         if hit is None:
             sub.notes.append(
@@ -525,6 +531,39 @@ def apply_roster(subs: list, roster) -> None:
             if hit.late and not sub.late:
                 sub.late_source = "the Moodle worksheet's status"
             sub.late = sub.late or hit.late
+
+
+def _squeezed(name: str) -> str:
+    """A name as Canvas's ``lastfirst`` writes it: ASCII letters and digits, lower case."""
+    plain = unicodedata.normalize("NFKD", normalise_name(name).casefold())
+    return re.sub(r"[^a-z0-9]+", "", plain.encode("ascii", "ignore").decode())
+
+
+def _roster_decides(sub: Submission, roster) -> bool:
+    """Attribute an ambiguous file name by the roster when it decides uniquely (True)."""
+    ids = list(dict.fromkeys(i for _, i in sub.candidates))
+    fits = {i for i in ids if i in roster.by_id}  # a reading whose id no student has: not it
+    if len(fits) > 1:  # several students' ids: the one whose name the reading gives
+        fits = {
+            i
+            for name, i in sub.candidates
+            if i in fits and _squeezed(roster.by_id[i].name) == _squeezed(name)
+        }
+    where = Path(roster.path).name
+    if len(fits) != 1:
+        sub.notes.append(
+            f"the roster ({where}) does not decide between {', '.join(ids)}: "
+            f"{len(fits)} of the readings are a roster student's id and name"
+        )
+        return False
+    chosen = fits.pop()
+    sub.notes = [n for n in sub.notes if "credited to no one" not in n]
+    sub.notes.append(
+        f"the file name reads as {' or '.join(ids)}; attributed to {chosen} by the roster "
+        f"({where}): the only reading whose name is that student's"
+    )
+    sub.student_id, sub.identity = chosen, f"the roster {where}, by name among the readings"
+    return True
 
 
 def _missing_row(student_id, student, assignment, t, note) -> dict:

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from .gradebook import atomic_write, to_float
-from .untrusted import clean_text, normalise_name
+from .untrusted import FOR_INSTRUCTOR, clean_text, normalise_name
 
 __all__ = [
     "write_feedback",
@@ -105,8 +105,9 @@ def _lines(row: dict) -> list[str]:
             lines.append(f"  - your instructor's comment: {d['comment']}")
         if d.get("hint") and d["status"] not in ("passed", "scored"):
             lines.append(f"  - hint: {d['hint']}")
-    if row["notes"]:
-        lines += ["", "Notes:"] + [f"- {n}" for n in row["notes"]]
+    shown_notes = [n for n in row["notes"] if not str(n).startswith(FOR_INSTRUCTOR)]
+    if shown_notes:
+        lines += ["", "Notes:"] + [f"- {n}" for n in shown_notes]
     lines.append("")
     return lines
 
@@ -126,8 +127,16 @@ def _score_line(total, maximum, pending) -> str:
 _MD_SPECIAL = re.compile(
     r"[\\`*{}<>#|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # emphasis, code, HTML, headings
     r"|\](?=[(\[:])|\[(?=[^\]]*\][(\[:])|(?<=!)\[|^\["  # any bracket a link or image needs
+    r"|(?<=\])\("  # and the parenthesis after one: "](" never appears, even escaped
 )
-_MD_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_MD_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])|&lt;")
+
+
+def _escaped(m: re.Match) -> str:
+    """One special character, escaped: ``<`` as ``&lt;`` (no ``<tag`` in the text at all)."""
+    return "&lt;" if m.group(0) == "<" else "\\" + m.group(0)
+
+
 _MD_PREFIXES = ("## ", "# ", "  - ", "- ")
 
 
@@ -135,12 +144,16 @@ def md_escape(text: str) -> str:
     """``text`` as literal Markdown: every character that could start markup is escaped (an
     underscore inside a word, as in ``q03_d_head``, cannot and stays, and so does a bracket
     that no link could use, as in ``[1/1]``), a list or heading marker at the start too, and
-    URLs are not turned into links.
+    URLs are not turned into links. A backslash the student wrote is escaped like any other
+    character (it can never escape what follows it), and ``](`` never appears in the result.
+    The result is one line, without white space at either end (no code block, no setext
+    heading, no hard line break).
 
     >>> print(md_escape("[click](http://x) <b>*hi*</b> q03_d_head [1/1]"))
-    \\[click\\](http:\\/\\/x) \\<b\\>\\*hi\\*\\</b\\> q03_d_head [1/1]
+    \\[click\\]\\(http:\\/\\/x) &lt;b\\>\\*hi\\*&lt;/b\\> q03_d_head [1/1]
     """
-    out = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+    text = re.sub(r"[\t\n\r\v\f\x1c-\x1e\x85\u2028\u2029]", " ", text).strip()  # one line:
+    out = _MD_SPECIAL.sub(_escaped, text)  # no block a student starts
     out = out.replace("://", ":\\/\\/").replace("www.", "www\\.")
     out = re.sub(r"^(\s*)([-+=])", lambda m: m.group(1) + "\\" + m.group(2), out)
     return re.sub(r"^(\s*\d+)([.)])", lambda m: m.group(1) + "\\" + m.group(2), out)
@@ -148,7 +161,7 @@ def md_escape(text: str) -> str:
 
 def md_unescape(text: str) -> str:
     """The inverse of :func:`md_escape`."""
-    return _MD_ESCAPED.sub(lambda m: m.group(1), text)
+    return _MD_ESCAPED.sub(lambda m: m.group(1) or "<", text)
 
 
 def _md_line(line: str) -> str:

@@ -59,7 +59,7 @@ from .row import (
     ungraded_row,
     without_paths,
 )
-from .untrusted import clean_row, clean_text, normalise_name
+from .untrusted import FOR_INSTRUCTOR, clean_row, clean_text, normalise_name
 
 __all__ = [
     "grade_paths",
@@ -185,7 +185,8 @@ def _grade_loaded(sub, nb, notes, templates, opts: Options, seed: int) -> dict:
     run = _run_until_reported(program, specs, n_public, opts, key)
     run.per_cell = opts.per_cell
     report, flags = _read_report(run, program, specs, t, n_public, notes)
-    details, verdict_flags = _verdicts(t, program, report, run.skipped, seed, notes)
+    skipped = _after_hidden_deaths(run, report)
+    details, verdict_flags = _verdicts(t, program, report, skipped, seed, notes)
     notes += said.output_notes(report)
     timing = {
         "start": round(run.start_s, 4),
@@ -301,6 +302,7 @@ def _run_until_reported(program, specs: dict, n_public: dict, opts: Options, key
         why = said.grader_reason(outcome.reason)
         if outcome.report is not None:  # on the hidden cases: which signal, which code, its choice
             why = "it ran out of time" if why in ("timeout", "cpu-time") else "it stopped"
+            why = HIDDEN_DEATH + why
         run.deaths.append((step, why))
         if not _skip_next(run, step, len(program.cells)):
             return run
@@ -366,6 +368,8 @@ def _verdicts(t, program, report: dict, skipped: set, seed: int, notes: list) ->
             details[q.grade_id] = written_verdict(q, program.written.get(q.grade_id))
             continue
         d = _verdict(q, answered.get(q.grade_id) if report else None, skipped, seed, notes, flags)
+        if q.kind == "function":
+            d = _hidden_failure(q, d, rec=answered.get(q.grade_id), notes=notes)
         if q.grade_id not in exprs:
             d = d | {
                 "status": "error",
@@ -382,6 +386,46 @@ def _verdicts(t, program, report: dict, skipped: set, seed: int, notes: list) ->
             )
         details[q.grade_id] = d
     return details, flags
+
+
+def _after_hidden_deaths(run, report: dict) -> set:
+    """The questions to score as skipped. One whose hidden cases stopped the program (after
+    the report) is not among them: it failed a hidden case, worded as any other failure."""
+    answers = report.get("answers") if isinstance(report.get("answers"), dict) else {}
+    died = {}
+    for step, why in run.deaths:
+        if step and step[0] == "eval" and why.startswith(HIDDEN_DEATH):
+            died[step[1]] = died.get(step[1], False) or why.endswith("ran out of time")
+    kept = set()
+    for gid, timed_out in died.items():
+        rec = answers.get(gid)
+        if isinstance(rec, dict) and rec.get("status") == "ok":
+            rec["results"] = list(rec.get("results") or []) + [said.hidden_row({"raised": True})]
+            rec["hidden_timeout"] = timed_out
+            kept.add(gid)
+    return set(run.skipped) - kept
+
+
+HIDDEN_DEATH = "on a hidden case, "  # a death after the report: the instructor's to know
+HIDDEN_FAILURE = (
+    "one of the grader's hidden cases raised an exception, ran out of time or returned a "
+    "wrong result (the grader does not say which, nor which case)"
+)
+
+
+def _hidden_failure(q, d: dict, rec, notes: list) -> dict:
+    """A verdict that failed first on a hidden case, in one fixed wording for the student
+    (whether it timed out, raised or returned a wrong value is the program's choice once it
+    had the hidden cases); what happened goes into a note for the instructor only."""
+    if d.get("public") is not False or d.get("status") == "passed":
+        return d
+    what = "ran out of time" if isinstance(rec, dict) and rec.get("hidden_timeout") else ""
+    notes.append(
+        f"{FOR_INSTRUCTOR}{q.grade_id}: {what or d.get('message') or 'failed'} (on a hidden "
+        "case; the student's feedback says only that a hidden case failed)"
+    )
+    out = {k: v for k, v in d.items() if k not in ("diagnosis", "mistake", "cause", "case")}
+    return out | {"status": "failed", "message": HIDDEN_FAILURE, "hint": q.hint}
 
 
 def _verdict(q, rec, skipped: set, seed: int, notes: list, flags: set) -> dict:

@@ -30,7 +30,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from .untrusted import clean_text, normalise_name
+from .untrusted import clean_text, normalise_name, safe_cell, starts_formula
 
 __all__ = [
     "write_gradebook",
@@ -60,11 +60,11 @@ FIXED_AFTER = [
     "notes",
 ]
 OLD_BEFORE = ["student", "assignment"]  # the layout before student_id
-_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def neutralise(text: str) -> str:
-    """A cell no spreadsheet runs as a formula.
+    """A cell no spreadsheet runs as a formula, whatever separator it splits the cell by
+    (every part is checked by :func:`.untrusted.starts_formula`, numbers included).
 
     >>> neutralise("=HYPERLINK(1)"), neutralise("ok; =1+1"), neutralise("alice")
     ("'=HYPERLINK(1)", "ok; '=1+1", 'alice')
@@ -72,10 +72,10 @@ def neutralise(text: str) -> str:
     text = str(text).replace("\r", " ").replace("\n", " ")
 
     def fix(part: str) -> str:
-        stripped = part.lstrip(" ")
-        if stripped.startswith(_TRIGGERS):
-            return part[: len(part) - len(stripped)] + "'" + stripped
-        return part
+        if not starts_formula(part):
+            return part
+        spaces = len(part) - len(part.lstrip(" "))
+        return part[:spaces] + safe_cell(part[spaces:], keep_numbers=False)
 
     return fix(re.sub(r"(^|[;,|\t])([^;,|\t]*)", lambda m: m.group(1) + fix(m.group(2)), text))
 

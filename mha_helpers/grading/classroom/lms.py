@@ -30,7 +30,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .untrusted import clean_text, normalise_name
+from .untrusted import clean_text, normalise_name, safe_cell
 
 __all__ = [
     "Roster",
@@ -152,7 +152,7 @@ def _canvas_roster(path, header, body) -> Roster:
         if name == "Points Possible" or (not ident and name.startswith("Points Possible")):
             roster.points_row = row
             continue
-        if not ident.isdigit():
+        if not re.fullmatch(r"[0-9]+", ident):  # ASCII digits only: "５" is not an id
             continue  # Canvas's other note rows (such as an old "Muted" row)
         roster.rows.append(row)
         keys = {_norm(name), _norm(ident)}
@@ -194,7 +194,7 @@ def moodle_columns(header: list, body: list) -> dict | None:
     rows = [r for r in body if any(c.strip() for c in r)]
     if len(header) < 6 or not rows:
         return None
-    if not all(re.fullmatch(r"\D+?\s*\d+", _cell(r, 0)) for r in rows):
+    if not all(re.fullmatch(r"[^0-9]+?\s*[0-9]+", _cell(r, 0)) for r in rows):
         return None
     maxcol = next(
         (
@@ -228,7 +228,7 @@ def _moodle_roster(path, header, body, columns: dict) -> Roster:
     col = {english: header.index(h) for english, h in columns.items() if h in header}
     roster = Roster("moodle", path, header, [], [], columns=columns)
     for row in body:
-        m = re.search(r"(\d+)\s*$", _cell(row, col["Identifier"]))
+        m = re.search(r"(?<![0-9])([0-9]+)\s*$", _cell(row, col["Identifier"]), re.ASCII)
         if not m:
             continue
         roster.rows.append(row)
@@ -293,22 +293,6 @@ def _score(rec: dict) -> float | None:
     if rec.get("status") in ("missing", "superseded") or rec.get("score", "") == "":
         return None
     return _number(rec["score"])
-
-
-_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def safe_cell(text) -> str:
-    """A cell no spreadsheet runs as a formula: text starting with ``= + - @``, a tab or a
-    carriage return gets a leading apostrophe (a number, or a lone ``-``, is left as it is).
-
-    >>> safe_cell("=HYPERLINK(1)"), safe_cell("-2.5"), safe_cell("-"), safe_cell("Ana")
-    ("'=HYPERLINK(1)", '-2.5', '-', 'Ana')
-    """
-    text = str(text)
-    if not text.startswith(_TRIGGERS) or text == "-" or _number(text) is not None:
-        return text
-    return "'" + text
 
 
 def _kept(existing: str, ours: str | None, overwrite: bool, who: str, conflicts: list) -> str:

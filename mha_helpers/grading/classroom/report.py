@@ -16,7 +16,7 @@ import copy
 import inspect
 import re
 
-from .untrusted import clean_text
+from .untrusted import FOR_INSTRUCTOR, clean_text
 
 __all__ = [
     "in_grader_words",
@@ -115,7 +115,8 @@ def hidden_row(row: dict) -> dict:
 def with_hidden(report: dict, hidden: dict | None, n_public: dict, questions, skipped=()):
     """``report`` (in the grader's words) with each function answer's hidden cases added from
     the run's ``hidden`` line, each through :func:`hidden_row`. A question whose hidden cases
-    ran out of time is a timeout; one without them (the program stopped) has only its public
+    ran out of time has one failed hidden case (``hidden_timeout`` set, for the instructor's
+    notes only: the student's feedback reads as for any failed hidden case); one without them (the program stopped) has only its public
     results, so the verdict says a hidden case has no result."""
     answers = (hidden or {}).get("answers") or {}
     for q in questions:
@@ -125,10 +126,9 @@ def with_hidden(report: dict, hidden: dict | None, n_public: dict, questions, sk
         theirs = answers.get(q.grade_id)
         if not isinstance(theirs, dict):
             continue
-        if theirs.get("status") == "timeout":
-            rec["status"] = "timeout"
-            rec.pop("results", None)
-            continue
+        if theirs.get("status") == "timeout":  # a failed hidden case, worded as any other
+            rec["hidden_timeout"] = True
+            theirs = {"status": "ok", "results": [{"raised": True}]}
         rows = theirs.get("results") if theirs.get("status") == "ok" else None
         rec["results"] = list(rec.get("results") or []) + [hidden_row(r) for r in rows or []]
     return report
@@ -140,6 +140,13 @@ def death_notes(deaths: list, cells: list) -> tuple[list, set]:
     program's cells."""
     notes, flags = [], set()
     for step, reason in deaths:
+        if reason.startswith("on a hidden case, "):  # the student is told nothing of it
+            what = step[1] if step else "a question"
+            notes.append(
+                f"{FOR_INSTRUCTOR}the program stopped while checking {what}: "
+                f"{reason.removeprefix('on a hidden case, ')} (on a hidden case)"
+            )
+            continue
         where = "before any cell ran"
         if step and step[0] == "cell" and step[1] < len(cells):
             where = f"in {cells[step[1]]['label']}"

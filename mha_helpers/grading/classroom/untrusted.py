@@ -21,11 +21,15 @@ Three functions, used by every writer that handles such text:
 ``normalise_name(name)``
     A student's name as every part of the grader compares it: cleaned, Unicode NFC, invisible
     characters removed, runs of white space made one space.
+``safe_cell(text)``
+    A spreadsheet cell that cannot start a formula (every export and the gradebook's CSV view
+    use it): decided on what a spreadsheet sees, see :func:`starts_formula`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 
 __all__ = [
@@ -33,12 +37,18 @@ __all__ = [
     "clean_filename",
     "clean_row",
     "normalise_name",
+    "starts_formula",
+    "FOR_INSTRUCTOR",
+    "safe_cell",
     "safe_console",
     "console_text",
     "CleanConsole",
     "MAX_TEXT",
     "MAX_NAME_BYTES",
 ]
+
+FOR_INSTRUCTOR = "for the instructor: "
+"""How a row's note starts when it is kept in the gradebook and never shown in feedback."""
 
 MAX_TEXT = 2000
 """Default bound on cleaned text, in characters: a long error message, not a novel."""
@@ -283,3 +293,47 @@ def safe_console(*streams) -> None:
             sys.stdout = CleanConsole(sys.stdout)
         if not isinstance(sys.stderr, CleanConsole):
             sys.stderr = CleanConsole(sys.stderr)
+
+
+_FORMULA_STARTS = "=+-@"
+_IGNORED_AHEAD = {"Cf", "Cc", "Zs", "Zl", "Zp"}  # invisible to the reader, skipped by some apps
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:[.,][0-9]*)?|[.,][0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _skip_invisible(text: str) -> str:
+    i = 0
+    while i < len(text) and (unicodedata.category(text[i]) in _IGNORED_AHEAD or text[i].isspace()):
+        i += 1
+    return text[i:]
+
+
+def starts_formula(text: object) -> bool:
+    """Whether a spreadsheet could run ``text`` as a formula: decided after leading format
+    characters (zero-width, bidi), controls and white space, with compatibility forms folded
+    (NFKC: the full-width ``＝ ＋ － ＠`` and the small ``﹦ ﹢`` are ``= + - @``). A leading tab
+    or carriage return counts too (some applications drop it and read on).
+
+    >>> [starts_formula(t) for t in ("=1", "\u200b=1", "\u202e@SUM(A1)", "\uff0b1", " =2", "Ana")]
+    [True, True, True, True, True, False]
+    """
+    raw = _as_str(text)
+    if raw[:1] in ("\t", "\r"):
+        return True
+    seen = _skip_invisible(unicodedata.normalize("NFKC", _skip_invisible(raw)))
+    return bool(seen) and seen[0] in _FORMULA_STARTS
+
+
+def safe_cell(text: object, keep_numbers: bool = True) -> str:
+    """``text`` as a cell no spreadsheet runs as a formula: prefixed with ``'`` when
+    :func:`starts_formula` says it could be one. With ``keep_numbers``, a plain ASCII number
+    (``-2.5``, ``+1``) or a lone ``-`` is left as it is: a grade stays a number.
+
+    >>> safe_cell("=HYPERLINK(1)"), safe_cell("\u200b=1+2"), safe_cell("-2.5"), safe_cell("Ana")
+    ("'=HYPERLINK(1)", "'\u200b=1+2", '-2.5', 'Ana')
+    """
+    raw = _as_str(text)
+    if not starts_formula(raw):
+        return raw
+    if keep_numbers and (raw.strip() == "-" or _PLAIN_NUMBER.fullmatch(raw.strip(" "))):
+        return raw
+    return "'" + raw
