@@ -649,6 +649,16 @@ TERM_ITEMS = {
 }
 
 
+AMBIGUOUS_COUNT = (
+    "More than one slip gives exactly this count (any one of several terms of the same size "
+    "left out, or counted twice), so the check cannot tell which one you made: "
+)
+AMBIGUOUS_SAME = (
+    "More than one slip gives exactly these results, so the check cannot tell which one you "
+    "made: compare each step of your function with the question."
+)
+
+
 def term_off_by(traits: list, results: list, expected: list):
     """``(term name, k)`` when the answer is off by the same whole multiple ``k`` of one term
     on every case (``None`` otherwise)."""
@@ -955,7 +965,7 @@ def _which_mistake(meta: dict, results: list, mistakes: list, n_cases: int, comp
     ]
     if len(matched) == 1:  # two listed mistakes that agree on every case: neither is named
         return matched[0]["hint"], matched[0]["name"]
-    return meta["hint"], None
+    return (AMBIGUOUS_SAME if matched else meta["hint"]), None
 
 
 def _ranges(rows) -> str:
@@ -1193,12 +1203,15 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     i, diff = scan.first
     public = i < n_public
     hint, named = _which_mistake(meta, results, mistakes, len(expected), scan.complete)
-    if named is not None:
-        # one item of a sum missing (or one too many) where the sum has several items of that
-        # size (Q, K, V and W_O): the listed slip and its siblings give the same count
-        off = term_off_by(traits or [], results, expected)
-        if off and abs(off[1]) == 1 and TERM_ITEMS.get(off[0], 1) > 1:
-            hint, named = meta["hint"], None
+    # one item of a sum missing (or one too many) where the sum has several items of that size
+    # (Q, K, V and W_O): a listed slip and its unlisted siblings give the same count
+    off = term_off_by(traits or [], results, expected)
+    ambiguous = ""
+    if off and abs(off[1]) == 1 and TERM_ITEMS.get(off[0], 1) > 1:
+        hint, named = meta["hint"], None
+        ambiguous = AMBIGUOUS_COUNT + term_diagnosis(traits or [], results, expected) + "."
+    elif named is None and hint is AMBIGUOUS_SAME:  # two listed mistakes agree everywhere
+        ambiguous = AMBIGUOUS_SAME
     diagnosis = differential(traits or [], scan.passed)
     if named is None:  # which query heads are wrong says more than "with several heads"
         blocks = head_blocks_note(traits or [], results, expected, n_public)
@@ -1209,6 +1222,14 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
         diagnosis = term_diagnosis(traits or [], results, expected)
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
+    if ambiguous:  # say what is true of the answer, and that no one cause can be named
+        also = (
+            f" {diagnosis[0].upper()}{diagnosis[1:]}"
+            if diagnosis and diagnosis not in ambiguous
+            else ""
+        )
+        diagnosis = diagnosis or ambiguous
+        hint = f"{ambiguous}{also} {meta['hint']}"
     if named is None and not diagnosis and public:
         note = (
             _zero_rows_note(expected[i], results[i].value)
@@ -1711,7 +1732,9 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
         hint, cause = meta["mistakes"][matched[0]]["hint"], meta["mistakes"][matched[0]]["name"]
     elif matched:  # more than one cause gives this number: say what is true of it, name none
         hint = ambiguous.get(matched[0]) or AMBIGUOUS_NOTE.format(what=_SAME_WHAT)
-    if (form or problem) and cause and not _same_form(info, actual):
+    # how many sizes or items: a property of the answer, not a cause
+    structural = form.startswith("your answer has shape") or form.endswith(" items")
+    if ((form and not structural) or problem) and cause and not _same_form(info, actual):
         # a form slip (strings for booleans, text or a float for a count) is told its form,
         # never a content cause: its content was not written the way the question asks
         hint, cause = meta["hint"], None
@@ -1720,8 +1743,6 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
         return r
     note = "" if cause or matched else _shape_note(gid, info, actual)
     if form:  # a classic mistake's hint when it is one, else the form, in the same words
-        # how many sizes or items: a property of the answer, not a cause
-        structural = form.startswith("your answer has shape") or form.endswith(" items")
         r.update(
             message=form,
             hint=hint if cause else (note or (meta["hint"] if structural else "")),
