@@ -1207,7 +1207,7 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     # (Q, K, V and W_O): a listed slip and its unlisted siblings give the same count
     off = term_off_by(traits or [], results, expected)
     ambiguous = ""
-    if off and abs(off[1]) == 1 and TERM_ITEMS.get(off[0], 1) > 1:
+    if off and 0 < abs(off[1]) < TERM_ITEMS.get(off[0], 1):  # some of the items, not which
         hint, named = meta["hint"], None
         ambiguous = AMBIGUOUS_COUNT + term_diagnosis(traits or [], results, expected) + "."
     elif named is None and hint is AMBIGUOUS_SAME:  # two listed mistakes agree everywhere
