@@ -14,7 +14,7 @@ import pytest
 
 from mha_helpers.grading.classroom.banks import load_banks
 from mha_helpers.grading.course import find_course
-from mha_helpers.grading.rules.cases import CaseResult
+from mha_helpers.grading.rules.cases import NO_OUTPUT, CaseResult
 from mha_helpers.grading.rules.judge import differential, error_hint, function_verdict
 from mha_helpers.grading.rules.registry import REGISTRY, Mistake, Question
 from mha_helpers.grading.sandbox.inside.watch import run_cases
@@ -273,3 +273,149 @@ def test_hidden_case_type_and_error_hints_repeat_no_number_from_the_case():
     assert "(7, 9)" in error_hint("ValueError", text)
     hint = error_hint("ValueError", text, public=False)
     assert "transposed" in hint and "7" not in hint and "9" not in hint
+
+
+# --- precision over recall: a number that more than one slip gives names no cause ----------------
+
+FORM_CAUSES = (None, "form", "type")
+
+
+def _value_questions():
+    return sorted(g for g, q in REGISTRY.items() if q.kind == "value")
+
+
+def _function_questions():
+    return sorted(g for g, q in REGISTRY.items() if q.kind == "function")
+
+
+@pytest.mark.parametrize("gid", _value_questions())
+def test_a_value_that_two_causes_give_names_neither(gid):
+    """Every listed mistake of every value question: when another listed mistake, or a slip the
+    judge enumerates (one factor of the bank's product replaced by another size), gives the same
+    number, the verdict names no cause; otherwise it names this mistake."""
+    from mha_helpers.grading.rules.judge import value_hashes, value_swaps
+
+    q = REGISTRY[gid]
+    own = q.extra.get("mistake_swaps") or {}
+    swaps = value_swaps(q)
+    k = q.extra.get("sig_figs")
+    for j, m in enumerate(q.mistakes):
+        h = value_hashes(gid, m.answer, k)
+        others = [
+            o.name
+            for i, o in enumerate(q.mistakes)
+            if i != j and value_hashes(gid, o.answer, k) == h
+        ] + [
+            label
+            for label, v in swaps.items()
+            if value_hashes(gid, v, k) == h and label not in own.get(m.name, ())
+        ]
+        r = evaluate(q, m.answer)
+        assert r["status"] == "failed", (gid, m.name)
+        if others:
+            assert r["cause"] is None, (gid, m.name, others, r["cause"])
+            assert "More than one slip" in r["hint"]
+        elif np.shape(m.answer) == np.shape(q.expected):
+            assert r["cause"] == m.name, (gid, m.name, r)
+
+
+def test_n_times_d_model_is_also_d_head_for_the_keys_so_no_cause_is_named():
+    q = REGISTRY["q04_weight_entries"]
+    for answer in (1024 * 768, 12 * 1024 * 64):
+        r = evaluate(q, answer)
+        assert r["cause"] is None and "one factor of your product is off" in r["hint"]
+    assert evaluate(q, 64 * 1024**2)["cause"] == "d_head matrices"  # one cause only
+
+
+@pytest.mark.parametrize("gid", _function_questions())
+def test_a_function_matching_two_listed_mistakes_names_neither(gid):
+    q = REGISTRY[gid]
+    from mha_helpers.grading.rules.cases import expected_outputs, public_cases
+
+    cases = public_cases(q)
+    _, outs = expected_outputs(q, cases)
+    from mha_helpers.grading.rules.compare import difference
+
+    for j, m in enumerate(q.mistakes):
+        if not callable(m.answer):
+            continue
+        twins = [
+            i
+            for i in range(len(q.mistakes))
+            if i != j
+            and all(
+                row[i] is not NO_OUTPUT
+                and row[j] is not NO_OUTPUT
+                and difference(row[i], row[j], q.rtol, q.atol, equal_nan=True) is None
+                for row in outs
+            )
+        ]
+        if twins:
+            assert evaluate(q, m.answer)["cause"] is None, (gid, m.name)
+
+
+def test_flops_short_by_one_projection_names_no_projection():
+    """Forgetting W_V gives the same count as forgetting W_O: the verdict says the count is one
+    projection short and names neither."""
+    q = REGISTRY["q04_flops"]
+
+    def no_v(n, d_model, num_heads):
+        return 6 * n * d_model**2 + 4 * n**2 * d_model
+
+    for answer in (no_v, next(m.answer for m in q.mistakes if m.name == "no W_O")):
+        for r in (evaluate(q, answer), self_check("q04_flops", answer)):
+            assert r["cause"] is None, r
+            assert "one projection's 2 n d_model^2 FLOPs (missing)" in r["hint"]
+    half = next(m.answer for m in q.mistakes if m.name == "multiply-add as 1 FLOP")
+    assert evaluate(q, half)["cause"] == "multiply-add as 1 FLOP"  # one cause only
+
+
+def _wrong_forms(q):
+    """Answers in the wrong form for a value question: text for a number, strings for
+    booleans, a float or a bool for a count; each with the right content and each listed
+    mistake's content."""
+    contents = [q.expected] + [m.answer for m in q.mistakes]
+    forms = []
+    for c in contents:
+        if isinstance(c, str):
+            continue
+        forms.append(str(c))
+        if isinstance(c, tuple) and all(isinstance(v, bool) for v in c):
+            forms += [
+                tuple(str(v) for v in c),
+                tuple("yes" if v else "no" for v in c),
+                tuple(int(v) for v in c),
+                list(str(v) for v in c),
+                str(c[0]),
+                "yes",
+            ]
+        if isinstance(c, (int, np.integer)) and not isinstance(c, bool):
+            forms += [float(c), np.float64(c), np.array(float(c))]
+    if q.extra.get("answer_type") == "int":
+        forms += [True, False]
+    return forms
+
+
+@pytest.mark.parametrize("gid", _value_questions())
+def test_a_form_slip_gets_a_form_message_and_no_content_cause(gid):
+    q = REGISTRY[gid]
+    for answer in _wrong_forms(q):
+        r = evaluate(q, answer)
+        assert r["status"] != "passed" or isinstance(q.expected, str), (gid, answer)
+        assert r["cause"] in FORM_CAUSES, (gid, answer, r["cause"], r["hint"])
+        if r["cause"] is None and r["status"] == "failed" and not isinstance(q.expected, str):
+            names = {m.hint for m in q.mistakes}
+            assert r["hint"] not in names, (gid, answer, r["hint"])
+
+
+def test_strings_for_booleans_get_the_same_form_message_as_every_truth_value_question():
+    from mha_helpers.grading.rules.judge import FLAGS_FORM
+
+    for answer in (
+        ("no", "no", "yes", "yes"),
+        ("False", "False", "True", "True"),
+        "True",
+        (0, 0, 1, 1),
+    ):
+        r = evaluate(REGISTRY["q04_changes_with_h"], answer)
+        assert r["message"] == FLAGS_FORM and r["cause"] == "form" and r["hint"] == ""

@@ -294,7 +294,10 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
             "sig_figs",
             "flags",
         }  # not value-dependent
-        assert set(q["public"]["info"]) <= {"hashes", "shape_parts", "factors"} | form
+        assert set(q["public"]["info"]) <= {"hashes", "shape_parts", "factors", "ambiguous"} | form
+        for entry in q["public"]["info"].get("ambiguous", ()):  # which mistakes, a fixed note
+            assert set(entry) == {"j", "note"} and isinstance(entry["j"], int)
+            assert not any(ch.isdigit() for ch in entry["note"]), entry
 
 
 # ---------------------------------------------------------------------------------------------

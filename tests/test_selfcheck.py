@@ -43,6 +43,9 @@ def test_every_classic_mistake_gets_the_same_verdict_and_hint_from_both(q):
         mine, theirs = self_check(q.grade_id, m.answer), evaluate(q, m.answer)
         assert _key(mine) == _key(theirs), (q.grade_id, m.name)
         assert mine["status"] != "passed", (q.grade_id, m.name)
+        if mine["cause"] is None:  # another cause gives the same answer: none is named
+            assert mine["hint"].startswith("More than one slip"), (q.grade_id, m.name)
+            continue
         assert mine["hint"] == m.hint, (q.grade_id, m.name, mine["message"])
 
 

@@ -467,7 +467,18 @@ register(
             ),
         ),
         hint="Each head compares every one of the n queries with every one of the n keys.",
-        extra={"answer_type": "int"},  # a count
+        extra={
+            "answer_type": "int",  # a count
+            # the count is heads x queries x keys: the judge enumerates each factor replaced by
+            # another size of the question, so a listed mistake whose number such a swap also
+            # gives (n x d_model = 12 x 1024 x d_head) names no cause
+            "product": {"heads": 12, "queries": 1024, "keys": 1024},
+            "sizes": {"h": 12, "n": 1024, "d_model": 768, "d_head": 64},
+            "mistake_swaps": {
+                "width instead of heads": ["heads->d_model"],
+                "d_head matrices": ["heads->d_head"],
+            },
+        },
     )
 )
 

@@ -638,6 +638,53 @@ def _as_count(x):
     return None
 
 
+# How many interchangeable items of the same size a term stands for (the four projections, the
+# scores and the weighted sum, ...): an answer short or over by exactly one such item matches as
+# many different slips, so no single cause may be named for it.
+TERM_ITEMS = {
+    "projection": 4,
+    "attention product": 2,
+    "weight matrix": 4,
+    "projection bias": 3,
+}
+
+
+AMBIGUOUS_COUNT = (
+    "More than one slip gives exactly this count (any one of several terms of the same size "
+    "left out, or counted twice), so the check cannot tell which one you made: "
+)
+AMBIGUOUS_SAME = (
+    "More than one slip gives exactly these results, so the check cannot tell which one you "
+    "made: compare each step of your function with the question."
+)
+
+
+def term_off_by(traits: list, results: list, expected: list):
+    """``(term name, k)`` when the answer is off by the same whole multiple ``k`` of one term
+    on every case (``None`` otherwise)."""
+    pairs = []
+    for i, want in enumerate(expected):
+        if i >= len(results) or results[i] is None or results[i].raised:
+            break
+        w, g = _as_count(want), _as_count(results[i].value)
+        if w is None or g is None:
+            return None
+        pairs.append((i, w, g))
+    if len(pairs) < 2 or all(w == g for _, w, g in pairs):
+        return None
+    for name in TERMS:
+        ks = set()
+        for i, w, g in pairs:
+            t = _terms_of(traits[i] if i < len(traits) else ()).get(name)
+            if not t or (g - w) % t:
+                ks = None
+                break
+            ks.add((g - w) // t)
+        if ks and len(ks) == 1 and 0 not in ks:
+            return name, ks.pop()
+    return None
+
+
 def term_diagnosis(traits: list, results: list, expected: list) -> str:
     """For a count: the term the answer is off by, the same whole multiple on every case, or the
     same ratio to the right count on every case (``""`` when neither holds)."""
@@ -911,10 +958,14 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
 def _which_mistake(meta: dict, results: list, mistakes: list, n_cases: int, complete: bool):
     """``(hint, name)`` of the classic mistake the answer matches on every case it was run on
     (``(the question's hint, None)`` when none does, or when the cases were not all seen)."""
-    for j, m in enumerate(meta["mistakes"] if complete else ()):
-        if _matches_mistake(j, results, mistakes, n_cases, meta["rtol"], meta["atol"]):
-            return m["hint"], m["name"]
-    return meta["hint"], None
+    matched = [
+        m
+        for j, m in enumerate(meta["mistakes"] if complete else ())
+        if _matches_mistake(j, results, mistakes, n_cases, meta["rtol"], meta["atol"])
+    ]
+    if len(matched) == 1:  # two listed mistakes that agree on every case: neither is named
+        return matched[0]["hint"], matched[0]["name"]
+    return (AMBIGUOUS_SAME if matched else meta["hint"]), None
 
 
 def _ranges(rows) -> str:
@@ -1152,6 +1203,15 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
     i, diff = scan.first
     public = i < n_public
     hint, named = _which_mistake(meta, results, mistakes, len(expected), scan.complete)
+    # one item of a sum missing (or one too many) where the sum has several items of that size
+    # (Q, K, V and W_O): a listed slip and its unlisted siblings give the same count
+    off = term_off_by(traits or [], results, expected)
+    ambiguous = ""
+    if off and 0 < abs(off[1]) < TERM_ITEMS.get(off[0], 1):  # some of the items, not which
+        hint, named = meta["hint"], None
+        ambiguous = AMBIGUOUS_COUNT + term_diagnosis(traits or [], results, expected) + "."
+    elif named is None and hint is AMBIGUOUS_SAME:  # two listed mistakes agree everywhere
+        ambiguous = AMBIGUOUS_SAME
     diagnosis = differential(traits or [], scan.passed)
     if named is None:  # which query heads are wrong says more than "with several heads"
         blocks = head_blocks_note(traits or [], results, expected, n_public)
@@ -1162,6 +1222,14 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
         diagnosis = term_diagnosis(traits or [], results, expected)
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
+    if ambiguous:  # say what is true of the answer, and that no one cause can be named
+        also = (
+            f" {diagnosis[0].upper()}{diagnosis[1:]}"
+            if diagnosis and diagnosis not in ambiguous
+            else ""
+        )
+        diagnosis = diagnosis or ambiguous
+        hint = f"{ambiguous}{also} {meta['hint']}"
     if named is None and not diagnosis and public:
         note = (
             _zero_rows_note(expected[i], results[i].value)
@@ -1494,12 +1562,87 @@ def value_data(q) -> tuple[dict, list]:
     )
     if factors and not isinstance(q.expected, str):
         info["factors"] = factors
-    return info, [value_hashes(q.grade_id, m.answer, k) for m in q.mistakes]
+    hashes = [value_hashes(q.grade_id, m.answer, k) for m in q.mistakes]
+    ambiguous = _ambiguous_mistakes(q, hashes, k)
+    if ambiguous:
+        info["ambiguous"] = ambiguous
+    return info, hashes
+
+
+AMBIGUOUS_NOTE = (
+    "More than one slip gives exactly this number, so the check cannot tell which one you "
+    "made: {what}. Check each part of your calculation against the question."
+)
+_SWAP_WHAT = (
+    "one factor of your product is off: your number is the right product with one of its "
+    "factors replaced by another size of the question"
+)
+_SAME_WHAT = "two of the slips this question knows give the same number"
+
+
+def value_swaps(q) -> dict:
+    """The unlisted but plausible slips of a value question the judge can enumerate: the right
+    product (the bank's ``extra={"product": {factor: size}}``) with one factor replaced by
+    another size (``extra={"sizes": {name: size}}``). ``{label: value}``; ``{}`` when the bank
+    declares no product."""
+    extra = getattr(q, "extra", None) or {}
+    product, sizes = extra.get("product") or {}, extra.get("sizes") or {}
+    out = {}
+    for f, v in product.items():
+        rest = 1
+        for g, w in product.items():
+            rest *= w if g != f else 1
+        for name, size in sizes.items():
+            if size != v:
+                out[f"{f}->{name}"] = rest * size
+    return out
+
+
+def _ambiguous_mistakes(q, hashes: list, k) -> list:
+    """Indices of the listed mistakes whose value another cause gives too (another listed
+    mistake, or an enumerated slip of :func:`value_swaps` the bank does not declare as that
+    mistake's own in ``extra={"mistake_swaps": {name: [labels]}}``), each with the note the
+    verdict gives instead of naming a cause. Computed at release time (the self-check data
+    holds it)."""
+    own = (getattr(q, "extra", None) or {}).get("mistake_swaps") or {}
+    swaps = {label: value_hashes(q.grade_id, v, k) for label, v in value_swaps(q).items()}
+    out = []
+    for j, (m, h) in enumerate(zip(q.mistakes, hashes)):
+        if not h:
+            continue
+        same = [i for i, o in enumerate(hashes) if i != j and o and o[0] == h[0]]
+        other = [
+            label
+            for label, sh in swaps.items()
+            if sh and sh[0] == h[0] and label not in (own.get(m.name) or ())
+        ]
+        if same or other:
+            out.append(
+                {"j": j, "note": AMBIGUOUS_NOTE.format(what=_SWAP_WHAT if other else _SAME_WHAT)}
+            )
+    return out
 
 
 def _a(type_name: str) -> str:
     """``"an int"``, ``"a float"``: the type's name with its article."""
     return ("an " if type_name[:1].lower() in "aeiou" else "a ") + type_name
+
+
+FLAGS_FORM = (
+    "your answer should be a tuple of truth values, True or False (no quotes), one per "
+    "item, not words or numbers"
+)
+
+
+def _same_form(info: dict, actual) -> bool:
+    """Whether a listed mistake's own value could have this answer's form: only a number that
+    is not whole (a count in millions, 12.6) has the form of the mistake it matches; strings
+    and booleans never do."""
+    return (
+        info.get("type") == "number"
+        and isinstance(actual, (float, np.floating))
+        and not float(actual).is_integer()
+    )
 
 
 def _value_form(info: dict, actual, got) -> str:
@@ -1516,15 +1659,16 @@ def _value_form(info: dict, actual, got) -> str:
         if not _letter(actual):
             return "answer with a single letter (one option), as text, for example 'a'"
         return ""
-    if (
-        info.get("flags")
-        and isinstance(actual, (tuple, list))
-        and any(isinstance(v, (str, bytes)) for v in actual)
+    if info.get("flags") and not (
+        isinstance(actual, (tuple, list, np.ndarray))
+        and all(isinstance(v, (bool, np.bool_)) for v in actual)
+        and len(actual) == (info.get("shape") or [0])[0]
     ):
-        return (
-            "your answer should be a tuple of truth values, True or False (no quotes), one per "
-            "item, not words or numbers"
-        )
+        if isinstance(actual, (str, bytes)) or (
+            isinstance(actual, (tuple, list, np.ndarray))
+            and not all(isinstance(v, (bool, np.bool_)) for v in actual)
+        ):
+            return FLAGS_FORM
     if kind == "number" and isinstance(actual, (str, bytes)):
         if info.get("sequence"):
             n = (info.get("shape") or [0])[0]
@@ -1578,14 +1722,27 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
         return r
     problem = _type_problem(None, actual, meta.get("answer_type", ""))
     hint, cause = meta["hint"], None
-    for m, hashes in zip(meta["mistakes"], mistake_hashes):
-        if got and hashes and any(g == h for g, h in zip(got, hashes)):
-            hint, cause = m["hint"], m["name"]
-            break
-    note = "" if cause else _shape_note(gid, info, actual)
+    matched = [
+        j
+        for j, hashes in enumerate(mistake_hashes)
+        if got and hashes and any(g == h for g, h in zip(got, hashes))
+    ]
+    ambiguous = {a.get("j"): a.get("note", "") for a in info.get("ambiguous") or ()}
+    if len(matched) == 1 and matched[0] not in ambiguous:
+        hint, cause = meta["mistakes"][matched[0]]["hint"], meta["mistakes"][matched[0]]["name"]
+    elif matched:  # more than one cause gives this number: say what is true of it, name none
+        hint = ambiguous.get(matched[0]) or AMBIGUOUS_NOTE.format(what=_SAME_WHAT)
+    # how many sizes or items: a property of the answer, not a cause
+    structural = form.startswith("your answer has shape") or form.endswith(" items")
+    if ((form and not structural) or problem) and cause and not _same_form(info, actual):
+        # a form slip (strings for booleans, text or a float for a count) is told its form,
+        # never a content cause: its content was not written the way the question asks
+        hint, cause = meta["hint"], None
+    if problem and not form and cause is None:
+        r.update(message=problem, hint="", cause="type")
+        return r
+    note = "" if cause or matched else _shape_note(gid, info, actual)
     if form:  # a classic mistake's hint when it is one, else the form, in the same words
-        # how many sizes or items: a property of the answer, not a cause
-        structural = form.startswith("your answer has shape") or form.endswith(" items")
         r.update(
             message=form,
             hint=hint if cause else (note or (meta["hint"] if structural else "")),
