@@ -1645,6 +1645,12 @@ def _same_form(info: dict, actual) -> bool:
     )
 
 
+def _not_whole(actual) -> bool:
+    """Whether ``actual`` is a float that is not a whole number (so no count written as a
+    float): its value, not only its type, is wrong for a count."""
+    return isinstance(actual, (float, np.floating)) and not float(actual).is_integer()
+
+
 def _value_form(info: dict, actual, got) -> str:
     """What is wrong with the *form* of a value answer (``""`` when its form is right): the
     same wording for every question of a kind."""
@@ -1738,7 +1744,9 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
         # a form slip (strings for booleans, text or a float for a count) is told its form,
         # never a content cause: its content was not written the way the question asks
         hint, cause = meta["hint"], None
-    if problem and not form and cause is None:
+    # A float that is a whole number is a slip of form alone; one that is not (67.5 for a count)
+    # is a wrong value first: it is told so below, with its type as an aside, and no cause.
+    if problem and not form and cause is None and not _not_whole(actual):
         r.update(message=problem, hint="", cause="type")
         return r
     note = "" if cause or matched else _shape_note(gid, info, actual)
