@@ -28,18 +28,7 @@ from .untrusted import clean_text
 
 __all__ = ["write_reports", "report_data"]
 
-UNGRADED = {
-    "missing",
-    "superseded",
-    "refused",
-    "not-json",
-    "not-a-notebook",
-    "empty",
-    "too-large",
-    "old-format",
-    "unknown-assignment",
-    "grader-error",
-}
+UNGRADED = gb.UNGRADED
 INK, BAR, ACCENT = "#1b1b1b", "#3b6ea8", "#c1502e"
 
 

@@ -62,6 +62,23 @@ FIXED_AFTER = [
 OLD_BEFORE = ["student", "assignment"]  # the layout before student_id
 
 
+# The statuses of a row that holds no automatic result (nothing was graded, or not this copy).
+UNGRADED = frozenset(
+    {
+        "missing",
+        "superseded",
+        "refused",
+        "not-json",
+        "not-a-notebook",
+        "empty",
+        "too-large",
+        "old-format",
+        "unknown-assignment",
+        "grader-error",
+    }
+)
+
+
 def neutralise(text: str) -> str:
     """A cell no spreadsheet runs as a formula, whatever separator it splits the cell by
     (every part is checked by :func:`.untrusted.starts_formula`, numbers included).
@@ -391,24 +408,7 @@ def summary_text(rows: list, questions_by_assignment: dict) -> str:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     lines.append(f"{len(rows)} rows: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for assignment, qs in sorted(questions_by_assignment.items()):
-        graded = [
-            r
-            for r in rows
-            if r["assignment"] == assignment
-            and r["status"]
-            not in (
-                "missing",
-                "superseded",
-                "refused",
-                "not-json",
-                "not-a-notebook",
-                "empty",
-                "too-large",
-                "old-format",
-                "unknown-assignment",
-                "grader-error",
-            )
-        ]
+        graded = [r for r in rows if r["assignment"] == assignment and r["status"] not in UNGRADED]
         if not graded:
             continue
         lines.append(f"{assignment} ({len(graded)} graded):")
