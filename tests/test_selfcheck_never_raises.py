@@ -56,21 +56,23 @@ def _column(x):
 
 
 ODD_RESULTS = {
-    "every item with an extra axis": lambda e: tuple(_column(x) for x in _items(e))
-    if isinstance(e, tuple)
-    else _column(e),
+    "every item with an extra axis": lambda e: (
+        tuple(_column(x) for x in _items(e)) if isinstance(e, tuple) else _column(e)
+    ),
     "a ragged tuple (first item with an extra axis)": lambda e: (_column(_items(e)[0]), *_items(e)),
     "the result twice": lambda e: (e, e),
     "wrapped in a list": lambda e: [e],
     "as text": lambda e: str(e),
     "in a dict": lambda e: {"result": e},
     "a generator": lambda e: (x for x in _items(e)),
-    "complex": lambda e: tuple(np.asarray(x) + 1j for x in _items(e))
-    if isinstance(e, tuple)
-    else np.asarray(e) + 1j,
-    "all NaN": lambda e: tuple(np.full(np.shape(x), np.nan) for x in _items(e))
-    if isinstance(e, tuple)
-    else np.full(np.shape(e), np.nan),
+    "complex": lambda e: (
+        tuple(np.asarray(x) + 1j for x in _items(e)) if isinstance(e, tuple) else np.asarray(e) + 1j
+    ),
+    "all NaN": lambda e: (
+        tuple(np.full(np.shape(x), np.nan) for x in _items(e))
+        if isinstance(e, tuple)
+        else np.full(np.shape(e), np.nan)
+    ),
     "an object array of objects": lambda e: np.array([object(), object()], dtype=object),
     "a hostile object": lambda e: Hostile(),
     "a tuple holding a hostile object": lambda e: (Hostile(), *_items(e)[1:]),
@@ -118,7 +120,11 @@ def test_the_ragged_online_update_of_battery_d_is_told_its_shapes():
         m_new = np.maximum(m[:, None], scores.max(axis=-1, keepdims=True))
         p = np.exp(scores - m_new)
         rescale = np.exp(m[:, None] - m_new)
-        return m_new, rescale * ell[:, None] + p.sum(axis=-1, keepdims=True), rescale * acc + p @ v_block
+        return (
+            m_new,
+            rescale * ell[:, None] + p.sum(axis=-1, keepdims=True),
+            rescale * acc + p @ v_block,
+        )
 
     verdict = self_check("q08_online_update", online_update)
     assert verdict["status"] == "failed"

@@ -499,6 +499,13 @@ TRAITS = {
         "the question allows both: turn the input into one array first (np.asarray or "
         "np.stack), or use only what works on both (np.concatenate)",
     ),
+    "scores in the hundreds": (
+        "when the scores are small",
+        "when the scores are in the hundreds (above about 709, where np.exp overflows float64)",
+        "np.exp of a raw score that large is inf, and inf / inf is nan: exponentiate only "
+        "differences from the running maximum, exp(scores - m_new[:, None]) and exp(m - m_new), "
+        "which are never above 1",
+    ),
     "padding": (
         "when no sequence is padded",
         "when some sequences are padded",
