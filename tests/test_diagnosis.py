@@ -360,7 +360,8 @@ def test_flops_short_by_one_projection_names_no_projection():
     q = REGISTRY["q04_flops"]
 
     def no_v(n, d_model, num_heads):
-        return 6 * n * d_model**2 + 4 * n**2 * d_model
+        width = num_heads * (d_model // num_heads)
+        return 6 * n * d_model * width + 4 * n**2 * width
 
     for answer in (no_v, next(m.answer for m in q.mistakes if m.name == "no W_O")):
         for r in (evaluate(q, answer), self_check("q04_flops", answer)):

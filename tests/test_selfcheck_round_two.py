@@ -207,7 +207,8 @@ def test_an_online_update_wrong_only_where_the_maximum_rose_is_told_so():
 
 def test_a_count_off_by_one_term_is_told_which_term():
     def softmax_counted(n, d_model, num_heads):
-        return 8 * n * d_model**2 + 4 * n**2 * d_model + 5 * num_heads * n**2
+        width = num_heads * (d_model // num_heads)
+        return 8 * n * d_model * width + 4 * n**2 * width + 5 * num_heads * n**2
 
     r = self_check("q04_flops", softmax_counted)
     assert r["cause"] is None and "h n^2" in r["hint"] and "softmax" in r["hint"], r["hint"]

@@ -205,8 +205,16 @@ register(
 # --- q04_flops --------------------------------------------------------------------------------
 
 
+def _flops_width(d_model, num_heads):
+    """h * d_head, the heads side by side: d_model when num_heads divides it, less otherwise."""
+    return num_heads * (d_model // num_heads)
+
+
 def _flops_reference(n, d_model, num_heads):
-    return 8 * n * d_model**2 + 4 * n**2 * d_model
+    w = _flops_width(d_model, num_heads)
+    # Q, K, V: (n, d_model)(d_model, w); W_O: (n, w)(w, d_model); scores and weighted sum: h
+    # products of n x d_head x n, that is n^2 w multiply-adds each
+    return 8 * n * d_model * w + 4 * n**2 * w
 
 
 def _flops_cases(rng):
@@ -215,8 +223,11 @@ def _flops_cases(rng):
         (5, 8, 2),  # n != d_model / 2, so no two mistakes coincide
         (1024, 768, 12),  # GPT-2 small at full context
         (3, 8, 4),
+        # h does not divide d_model: d_head = 10 // 4 = 2, the heads are 8 wide, not 10
+        (6, 10, 4),
         (n, 64, int(rng.choice([2, 4, 8]))),
         (2 * n + 1, 12, 3),
+        (n, 12, 5),  # d_head = 2, the heads 10 wide
         (5, 8, 1),  # the first case with one head: only h changes
     ]
 
@@ -226,36 +237,50 @@ def _flops_macs(n, d_model, num_heads):
 
 
 def _flops_no_n_squared(n, d_model, num_heads):
-    return 8 * n * d_model**2
+    return 8 * n * d_model * _flops_width(d_model, num_heads)
 
 
 def _flops_no_w_o(n, d_model, num_heads):
-    return 6 * n * d_model**2 + 4 * n**2 * d_model
+    w = _flops_width(d_model, num_heads)
+    return 6 * n * d_model * w + 4 * n**2 * w
 
 
 def _flops_no_weighted_sum(n, d_model, num_heads):
-    return 8 * n * d_model**2 + 2 * n**2 * d_model
+    w = _flops_width(d_model, num_heads)
+    return 8 * n * d_model * w + 2 * n**2 * w
 
 
 def _flops_one_head(n, d_model, num_heads):
-    return 8 * n * d_model**2 + 4 * n**2 * (d_model // num_heads)
+    w = _flops_width(d_model, num_heads)
+    return 8 * n * d_model * w + 4 * n**2 * (d_model // num_heads)
 
 
 def _flops_projection_macs(n, d_model, num_heads):
-    return 4 * n * d_model**2 + 4 * n**2 * d_model
+    w = _flops_width(d_model, num_heads)
+    return 4 * n * d_model * w + 4 * n**2 * w
 
 
 def _flops_full_width_heads(n, d_model, num_heads):
-    return 8 * n * d_model**2 + 4 * n**2 * d_model * num_heads
+    w = _flops_width(d_model, num_heads)
+    return 8 * n * d_model * w + 4 * n**2 * d_model * num_heads
+
+
+def _flops_heads_fill_d_model(n, d_model, num_heads):
+    return 8 * n * d_model**2 + 4 * n**2 * d_model
 
 
 def _flops_traits(n, d_model, num_heads):
     """The additive terms of the count, so a verdict can say which one an answer is off by."""
-    return (["several heads"] if num_heads > 1 else []) + [
-        f"term:projection:{2 * n * d_model**2}",
-        f"term:attention product:{2 * n**2 * d_model}",
-        f"term:softmax-size:{num_heads * n**2}",
-    ]
+    w = _flops_width(d_model, num_heads)
+    return (
+        (["several heads"] if num_heads > 1 else [])
+        + (["h does not divide d_model"] if w != d_model else [])
+        + [
+            f"term:projection:{2 * n * d_model * w}",
+            f"term:attention product:{2 * n**2 * w}",
+            f"term:softmax-size:{num_heads * n**2}",
+        ]
+    )
 
 
 register(
@@ -300,16 +325,17 @@ register(
                 "one head's attention",
                 _flops_one_head,
                 "Your n^2 terms are those of one head: the scores and the weighted sum cost "
-                "2 n^2 d_head each in EVERY head, so multiply by h (h * d_head = d_model).",
+                "2 n^2 d_head each in EVERY head, so multiply by h.",
             ),
             Mistake(
                 "projections as multiply-adds",
                 _flops_projection_macs,
-                "Your projection term is half the right one, 4 n d_model^2 instead of "
-                "8 n d_model^2 (your n^2 terms are right). Two slips give exactly this: counting "
-                "each projection as n d_model^2 multiply-adds instead of 2 n d_model^2 FLOPs, or "
-                "counting only two of the four projections (for example Q and W_O, without K and "
-                "V). There are four, Q, K, V and W_O, each 2 n d_model^2.",
+                "Your projection term is half the right one (4 n d_model^2 instead of "
+                "8 n d_model^2 when h divides d_model; your n^2 terms are right). Two slips "
+                "give exactly this: counting each projection as n d_model^2 multiply-adds "
+                "instead of 2 n d_model^2 FLOPs, or counting only two of the four projections "
+                "(for example Q and W_O, without K and V). There are four, Q, K, V and W_O, "
+                "each 2 n d_model^2.",
             ),
             Mistake(
                 "full-width heads",
@@ -317,9 +343,18 @@ register(
                 "Your n^2 terms grow with h. Each head works in d_head = d_model / h dimensions, "
                 "so h heads together cost 2 n^2 d_model for the scores, not h times that.",
             ),
+            Mistake(
+                "heads fill d_model",
+                _flops_heads_fill_d_model,
+                "Your count is right when num_heads divides d_model, not otherwise. Then "
+                "d_head = d_model // num_heads rounds down and the heads together are only "
+                "h * d_head wide: W_Q, W_K and W_V are (d_model, h * d_head), W_O is "
+                "(h * d_head, d_model), and each head's products use d_head, so count with "
+                "h * d_head where you used d_model.",
+            ),
         ),
         hint="Add up the matrix products: three projections, scores and weighted sum in every head "
-        "(each head has width d_model / h), and W_O; each (a x b)(b x c) product is 2abc FLOPs.",
+        "(each head has width d_head = d_model // h), and W_O; each (a x b)(b x c) product is 2abc FLOPs.",
         forbidden=("mha_helpers.cost.attention_flops",),
     )
 )

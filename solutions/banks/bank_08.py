@@ -89,9 +89,10 @@ def _update_cases(rng):
     scores = scores.copy()
     scores[0, 1] = -np.inf  # a masked key (each row keeps at least one allowed key)
     cases[3] = (m, ell, acc, scores, v_block)
-    # Scores in the hundreds: the old state at 300, the block reaching 310.
+    # Scores in the hundreds: the old state at 800, the block reaching 810, past where
+    # np.exp overflows float64 (about 709.78), so an exp of raw scores gives inf and nan.
     m, ell, acc = _running_state(rng, 2, 2, 3)
-    cases.append((m + 300.0, ell, acc, rng.normal(size=(2, 3)) + 310.0, rng.normal(size=(3, 2))))
+    cases.append((m + 800.0, ell, acc, rng.normal(size=(2, 3)) + 810.0, rng.normal(size=(3, 2))))
     return cases
 
 
@@ -101,11 +102,13 @@ def _bits(flags) -> str:
 
 def _update_traits(m, ell, acc, scores, v_block):
     """Row properties (one row per query): where the block's maximum is above the running one,
-    where a key is masked, where the state is still empty."""
+    where a key is masked, where the state is still empty; and whether the scores are in the
+    hundreds (past where a naive np.exp overflows)."""
     m, scores = np.asarray(m, dtype=float), np.asarray(scores, dtype=float)
     first = np.isneginf(m)
     rose = (scores.max(axis=-1) > m) & ~first
-    return [
+    big = np.abs(np.concatenate([m[np.isfinite(m)], scores[np.isfinite(scores)]]))
+    return (["scores in the hundreds"] if big.size and big.max() > 700 else []) + [
         f"rows:the maximum rose:{_bits(rose)}",
         f"rows:a masked key:{_bits(np.isneginf(scores).any(axis=-1))}",
         f"rows:the first block:{_bits(first)}",

@@ -2300,14 +2300,19 @@ RIGHT += [
             return total
         """,
     ),
-    _r(
+    # (This was a right answer until battery D showed the count must size the projections
+    # from num_heads * d_head too, as Question 1 does, when num_heads does not divide d_model.)
+    _w(
         "q04_flops",
-        "the closed form 8 n d^2 + 4 n^2 d",
+        "the closed form 8 n d^2 + 4 n^2 (h d_head): projections d_model wide",
         T,
         """
         def count_flops(n, d_model, num_heads):
             return 8 * n * d_model**2 + 4 * n**2 * (d_model // num_heads) * num_heads
         """,
+        r"does not divide",
+        r"h \* d_head",
+        r"num_heads \* d_head",
     ),
 ]
 

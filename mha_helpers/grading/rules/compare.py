@@ -135,6 +135,13 @@ def _number_difference(expected, actual, rtol, atol, path: str, equal_nan: bool)
             f"{path} should be a number or an array, got {_kind(actual)}",
         )
     try:
+        raw = np.asarray(actual)
+        if np.iscomplexobj(raw) and not np.iscomplexobj(np.asarray(expected)):
+            return Difference(  # a cast to float would drop the imaginary part silently
+                f"{path} holds complex numbers (dtype {raw.dtype}); the result is real",
+                "type",
+                f"{path} holds complex numbers; the result is real",
+            )
         a = np.asarray(actual, dtype=float)
     except (TypeError, ValueError, OverflowError):
         return Difference(

@@ -29,13 +29,14 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .cases import NO_OUTPUT
 from .compare import difference
-from .outcome import base_verdict, not_attempted
+from .outcome import base_verdict, not_attempted, unjudged
 from .recorded import recorded_verdict
 
 __all__ = [
@@ -498,6 +499,13 @@ TRAITS = {
         "the question allows both: turn the input into one array first (np.asarray or "
         "np.stack), or use only what works on both (np.concatenate)",
     ),
+    "scores in the hundreds": (
+        "when the scores are small",
+        "when the scores are in the hundreds (above about 709, where np.exp overflows float64)",
+        "np.exp of a raw score that large is inf, and inf / inf is nan: exponentiate only "
+        "differences from the running maximum, exp(scores - m_new[:, None]) and exp(m - m_new), "
+        "which are never above 1",
+    ),
     "padding": (
         "when no sequence is padded",
         "when some sequences are padded",
@@ -800,6 +808,24 @@ def function_verdict(
     named as that mistake); otherwise, when one property separates the cases it gets right
     from those it gets wrong, the verdict says which.
     """
+    try:  # a learner's odd result (complex, NaN) must not make the diagnoses print warnings
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return _function_verdict(meta, results, expected, mistakes, n_public, helpers, traits)
+    except Exception as exc:  # noqa: BLE001  (the rules answer, whatever a result holds)
+        return unjudged(meta, exc)
+
+
+def _function_verdict(
+    meta: dict,
+    results: list,
+    expected: list,
+    mistakes: list,
+    n_public: int,
+    helpers: list = (),
+    traits: list | None = None,
+) -> dict:
+    """:func:`function_verdict` without its guard."""
     if helpers:
         r = base_verdict(meta)
         r.update(message=helper_message(helpers), hint="", cause="forbidden helper")
@@ -835,7 +861,30 @@ def function_verdict(
             cause="type",
         )
         return r
-    return _wrong_values(meta, scan, results, expected, mistakes, n_public, traits)
+    try:
+        return _wrong_values(meta, scan, results, expected, mistakes, n_public, traits)
+    except Exception:  # noqa: BLE001  (a diagnosis must never crash the check: say what fails)
+        return _plain_wrong_values(meta, scan, results, expected, n_public)
+
+
+def _plain_wrong_values(meta, scan: "_Scan", results, expected, n_public) -> dict:
+    """The verdict on wrong values with no diagnosis at all: the first wrong case and the
+    question's own hint. Used when an answer's result has a structure the diagnoses cannot take
+    apart (ragged tuples, nested objects), so the check still answers instead of raising."""
+    i, diff = scan.first
+    public = i < n_public
+    r = base_verdict(meta)
+    r.update(
+        case=i,
+        public=public,
+        hint=meta["hint"],
+        message=f"{_case_name(i, public)}: {diff if public else diff.generic}",
+    )
+    r["mistake"] = None
+    r["diagnosis"] = ""
+    if public:
+        r.update(expected=expected[i], actual=results[i].value)
+    return r
 
 
 def _case_name(i: int, public: bool) -> str:
@@ -1070,6 +1119,15 @@ def _items_note(meta, want, got, rtol, atol) -> str:
     )
 
 
+def _safe_note(note, *args) -> str:
+    """A note, or none when the answer's result has a structure that note cannot take apart
+    (a tuple of arrays of different shapes, say): one note failing must not crash the check."""
+    try:
+        return note(*args)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
 def _size_one_note(diff, want, got) -> str:
     """The right numbers with an extra (or a missing) axis of size 1."""
     if getattr(diff, "kind", "") != "reshaped":
@@ -1231,13 +1289,14 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
         diagnosis = diagnosis or ambiguous
         hint = f"{ambiguous}{also} {meta['hint']}"
     if named is None and not diagnosis and public:
+        want, got = expected[i], results[i].value
         note = (
-            _zero_rows_note(expected[i], results[i].value)
-            or _sums_note(expected[i], results[i].value)
-            or _off_by_one_note(diff, expected[i], results[i].value)
-            or _size_one_note(diff, expected[i], results[i].value)
-            or _scale_note(meta, expected[i], results[i].value)
-            or _items_note(meta, expected[i], results[i].value, meta["rtol"], meta["atol"])
+            _safe_note(_zero_rows_note, want, got)
+            or _safe_note(_sums_note, want, got)
+            or _safe_note(_off_by_one_note, diff, want, got)
+            or _safe_note(_size_one_note, diff, want, got)
+            or _safe_note(_scale_note, meta, want, got)
+            or _safe_note(_items_note, meta, want, got, meta["rtol"], meta["atol"])
         )
         if note:
             diagnosis = note
@@ -1705,6 +1764,14 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     Counts are compared exactly and must be whole numbers of type int (a float such as 64.0
     is answered "write it as a whole number", in every question); a real number to the
     precision its question states (``sig_figs``), else to 6 significant figures."""
+    try:
+        return _value_verdict(meta, info, mistake_hashes, actual)
+    except Exception as exc:  # noqa: BLE001  (an object whose comparisons raise, say)
+        return unjudged(meta, exc)
+
+
+def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
+    """:func:`value_verdict` without its guard."""
     r = base_verdict(meta)
     if actual is None or actual is Ellipsis:
         return not_attempted(meta)

@@ -45,3 +45,18 @@ def not_callable(meta, type_name: str) -> dict:
         "hint": "pass the function itself, without calling it: check(id, my_function)",
         "cause": "not a function",
     }
+
+
+def unjudged(meta, exc: BaseException) -> dict:
+    """A function's result the rules could not compare with the expected one at all (a
+    structure nothing in the question allows, on which a comparison itself raised): no points,
+    and a message that says so instead of a crash of the check."""
+    what = "what your function returned" if meta.get("kind") == "function" else "your answer"
+    return base_verdict(meta) | {
+        "message": (
+            f"the check could not compare {what} with the expected result "
+            f"({type(exc).__name__}): give exactly the arrays or numbers the question asks for, "
+            "with the shapes and types it gives"
+        ),
+        "hint": meta.get("hint", ""),
+    }
