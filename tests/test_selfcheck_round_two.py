@@ -216,3 +216,51 @@ def test_a_count_off_by_one_term_is_told_which_term():
 def test_a_value_off_by_a_factor_of_the_prompt_is_told_so():
     r = self_check("q08_mla_cache", (512 + 64) * 60 * 2 * 128)  # times the 128 heads
     assert r["cause"] is None and "times 128" in r["hint"], r["hint"]
+
+
+# --- precision audit: a cause is named only when the error proves it ------------------------
+# The wrong answers below are the judge-writer's own inventions (not an independent battery).
+
+
+def test_python_max_on_arrays_is_not_told_it_tested_a_mask():
+    from mha_helpers.grading.rules.judge import error_cause
+
+    text = "The truth value of an array with more than one element is ambiguous. Use a.any()"
+    assert error_cause("ValueError", text, "m_new = max(m, scores.max(axis=-1))") is None
+    assert error_cause("ValueError", text, "if scores > 0:") is None
+    assert error_cause("ValueError", text, None) is None  # no line: nothing proves a mask
+    assert error_cause("ValueError", text, "if mask:") == "if mask"
+    assert error_cause("ValueError", text, "if causal and mask:") == "if mask"
+
+    def online_update(m, ell, acc, scores, v_block):  # Python's max() where np.maximum belongs
+        m_new = max(m, scores.max(axis=-1))
+        r = np.exp(m - m_new)
+        p = np.exp(scores - m_new[:, None])
+        return m_new, r * ell + p.sum(axis=-1), r[:, None] * acc + p @ v_block
+
+    r = self_check("q08_online_update", online_update)
+    assert r["status"] == "error" and r["cause"] is None
+    assert "max()" in r["hint"] and "np.maximum" in r["hint"]
+
+
+def test_error_causes_need_the_message_to_prove_them():
+    from mha_helpers.grading.rules.judge import error_cause
+
+    # a tuple (not a float) used as a size is no "float size"
+    assert error_cause("TypeError", "'tuple' object cannot be interpreted as an integer") is None
+    assert error_cause("TypeError", "'float' object cannot be interpreted as an integer") == (
+        "float size"
+    )
+    # a list indexed like an array is not a float index
+    assert error_cause("TypeError", "list indices must be integers or slices, not tuple") == (
+        "list, not an array"
+    )
+    assert error_cause("TypeError", "list indices must be integers or slices, not float") == (
+        "float index"
+    )
+    assert error_cause("TypeError", "slice indices must be integers or None or have an __index__ method") is None
+    # swapped shapes say the axes are swapped, not that a transpose is missing (a reshape or a
+    # mask built (n_k, n_q) gives them too)
+    text = "operands could not be broadcast together with shapes (3,5) (5,3)"
+    assert error_cause("ValueError", text) is None
+

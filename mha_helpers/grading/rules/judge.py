@@ -205,20 +205,48 @@ KNOWN_ERRORS = (
         "`if mask:` (or `mask and ...`, `mask or ...`) asks NumPy for one True/False for a "
         "whole array, which it refuses. To test whether a mask was given, write "
         "`if mask is not None:`; to combine masks elementwise, use & and |.",
-        "if mask",
+        "if mask",  # named only when the line that raised tests a mask (see error_cause)
     ),
     (
-        ("cannot be interpreted as an integer",),
+        ("float", "cannot be interpreted as an integer"),
         "A size is a float: d_model / num_heads gives a float in Python 3 even when it divides "
         "evenly (8 / 2 is 4.0), and reshape, range and np.zeros refuse floats. Use // : "
         "d_head = d_model // num_heads.",
         "float size",
     ),
     (
-        ("indices must be integers", "only integers, slices"),
-        "An index or slice bound is a float: d_model / num_heads gives a float even when it "
-        "divides evenly. Use // (d_head = d_model // num_heads) for sizes and positions.",
+        ("cannot be interpreted as an integer",),
+        "A value used as a size or a count (in range, reshape, np.zeros, ...) is not an "
+        "integer: the message names its type. Print it just before that line; sizes come "
+        "from .shape and whole-number arithmetic (//).",
+        None,
+    ),
+    (
+        ("indices must be integers", "not float"),
+        "An index is a float: d_model / num_heads gives a float even when it divides "
+        "evenly. Use // (d_head = d_model // num_heads) for sizes and positions.",
         "float index",
+    ),
+    (
+        ("list indices must be integers", "not tuple"),
+        "A Python list was indexed like an array, x[i, j]: a list takes one index at a time. "
+        "Convert it first with np.asarray(...); where the question allows a list as input, an "
+        "argument may be one.",
+        "list, not an array",
+    ),
+    (
+        ("indices must be integers",),
+        "An index or slice bound is not an integer (the message names what it got): print it "
+        "just before that line. A size computed with / is a float even when it divides evenly "
+        "(use //).",
+        None,
+    ),
+    (
+        ("only integers, slices",),
+        "An index is not an integer, a slice or a boolean/integer array (for example a float, "
+        "as d_model / num_heads gives even when it divides evenly): print it just before that "
+        "line; use // for sizes and positions.",
+        None,
     ),
     (
         ("cannot reshape array of size",),
@@ -344,8 +372,10 @@ def error_hint(kind: str, text: str, public: bool = True) -> str:
                     )
                     return (
                         f"Two arrays do not line up{shapes}, the same sizes with the last two "
-                        "axes swapped, so one of them is transposed. A mask and the scores are "
-                        "both (n_q, n_k): rows are queries, columns are keys."
+                        "axes swapped: one of them has its axes the other way round (transposed "
+                        "once too often or too few times, or built as (n_k, n_q)). A "
+                        "mask and the scores are both (n_q, n_k): rows are queries, columns "
+                        "are keys."
                     )
         return (
             "Two arrays' shapes do not line up for an elementwise operation (broadcasting "
@@ -358,16 +388,27 @@ def error_hint(kind: str, text: str, public: bool = True) -> str:
     return ""
 
 
-def error_cause(kind: str, text: str) -> str | None:
+# a line that asks for one truth value of a mask: `if mask:`, `mask and ...`, `not mask`
+_MASK_TRUTH = re.compile(
+    r"(\bif\s+(not\s+)?\(?\s*\w*mask\w*\s*\)?\s*(:|and\b|or\b))"
+    r"|(\w*mask\w*\s+(and|or)\b)|(\b(and|or|not)\s+\(?\w*mask\w*\b(?!\s*(is|==|!=|\.|\[)))"
+)
+
+
+def error_cause(kind: str, text: str, code: str | None = None) -> str | None:
     """The cause :func:`error_hint`'s hint names for this error, or ``None`` when the hint only
-    says where to look (the error alone does not tell the cause)."""
+    says where to look (the error alone does not tell the cause). A cause is named only when
+    the error's message (and, for ``if mask``, the line that raised, ``code``) proves it:
+    "the truth value of an array is ambiguous" also comes from ``max(a, b)``, ``if x > 0:`` or
+    ``a and b`` on arrays that are not masks; swapped shapes in a broadcast also come from a
+    reshape or a mask built the other way round, not only a transpose."""
     low = f"{kind}: {text}".lower()
     if "could not be broadcast" in low:
-        return (
-            "transposed operand" if "one of them is transposed" in error_hint(kind, text) else None
-        )
+        return None  # the shapes say the axes are swapped, not why
     for needles, _, cause in KNOWN_ERRORS:
         if all(n in low for n in needles):
+            if cause == "if mask" and not (code and _MASK_TRUTH.search(code)):
+                return None
             return cause
     return None
 
@@ -919,8 +960,19 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             public=public,
             hint=_error_and_recipe(kind, text, public, meta["hint"]),
             message=message,
-            cause=error_cause(kind, text) if error_hint(kind, text, public) else None,
+            cause=error_cause(kind, text, (getattr(res, "where", None) or {}).get("code"))
+            if error_hint(kind, text, public)
+            else None,
         )
+        if error_hint(kind, text, public).startswith("`if mask:`") and r["cause"] is None:
+            # the line that raised tests no mask: say what NumPy refused, not why
+            r["hint"] = (
+                "Python asked for one True/False for a whole array, which NumPy refuses: an "
+                "`if`, `and`, `or`, `not`, or Python's own max()/min() applied to arrays (use "
+                "np.maximum/np.minimum elementwise, & and | to combine boolean arrays, and "
+                "`mask is not None` to test whether a mask was given). "
+                + (meta["hint"] or "")
+            )
         if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
             # raised inside the learner's own code: one of *their* calls misses an argument
             r.update(
