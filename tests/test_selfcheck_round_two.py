@@ -264,3 +264,95 @@ def test_error_causes_need_the_message_to_prove_them():
     text = "operands could not be broadcast together with shapes (3,5) (5,3)"
     assert error_cause("ValueError", text) is None
 
+
+
+# --- q08_tiled: "over blocks of block_size keys" is watched ---------------------------------
+# The answers below are the judge-writer's own (not an independent battery).
+
+
+def _online_update(m, ell, acc, scores, v_block):
+    m_new = np.maximum(m, scores.max(axis=-1))
+    r = np.exp(m - m_new)
+    p = np.exp(scores - m_new[:, None])
+    return m_new, r * ell + p.sum(axis=-1), r[:, None] * acc + p @ v_block
+
+
+def _tiled_lists(q, k, v, block_size):  # lists converted with np.asarray: copies of k and v
+    q, k, v = np.asarray(q, dtype=float), np.asarray(k, dtype=float), np.asarray(v, dtype=float)
+    n_q, d_k = q.shape
+    m, ell, acc = np.full(n_q, -np.inf), np.zeros(n_q), np.zeros((n_q, v.shape[1]))
+    for s in range(0, len(k), block_size):
+        b = slice(s, min(s + block_size, len(k)))
+        m, ell, acc = _online_update(m, ell, acc, q @ k[b].T / np.sqrt(d_k), v[b])
+    return acc / ell[:, None]
+
+
+def _tiled_einsum_query_blocks(q, k, v, block_size):  # query blocks as well as key blocks
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    out = []
+    for a in range(0, len(q), 5):
+        qb = q[a : a + 5]
+        m, ell, acc = np.full(len(qb), -np.inf), np.zeros(len(qb)), np.zeros((len(qb), v.shape[1]))
+        for s in range(0, len(k), block_size):
+            scores = np.einsum("qd,kd->qk", qb, k[s : s + block_size]) / np.sqrt(q.shape[1])
+            m, ell, acc = _online_update(m, ell, acc, scores, v[s : s + block_size])
+        out.append(acc / ell[:, None])
+    return np.concatenate(out)
+
+
+def _one_query_over_all_keys(q, k, v, block_size):  # wrong: a length-n_k row per query
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    out = np.zeros((len(q), v.shape[1]))
+    for i in range(len(q)):
+        s = k @ q[i] / np.sqrt(q.shape[1])
+        m, ell, acc = _online_update(
+            np.full(1, -np.inf), np.zeros(1), np.zeros((1, v.shape[1])), s[None, :], v
+        )
+        out[i] = acc[0] / ell[0]
+    return out
+
+
+def _tiled_watch(answer, cases):
+    from mha_helpers.grading.sandbox.inside.watch import run_cases
+
+    q = get_question("q08_tiled")
+    return run_cases(answer, cases, limits=q.extra["limits"])[0]
+
+
+def test_tiled_answers_over_key_blocks_pass_in_every_legitimate_form():
+    q = get_question("q08_tiled")
+    for answer in (q.reference, _tiled_lists, _tiled_einsum_query_blocks):
+        assert self_check("q08_tiled", answer)["status"] == "passed", answer
+        assert evaluate(q, answer)["status"] == "passed", answer
+    rng = np.random.default_rng(3)
+    qq, kk, vv = rng.normal(size=(6, 3)), rng.normal(size=(41, 3)), rng.normal(size=(41, 5))
+    cases = [
+        (qq.tolist(), kk.tolist(), vv.tolist(), 4),  # lists; a last short block
+        (qq.astype(np.float32), kk.astype(np.float32), vv.astype(np.float32), 7),
+        (qq, kk, vv, 1),  # block_size 1
+        (qq, kk, vv, 41),  # block_size == n_k
+        (qq, kk, vv, 100),  # block_size > n_k
+    ]
+    for answer in (_tiled_lists, _tiled_einsum_query_blocks):
+        results = _tiled_watch(answer, cases)
+        assert [r.raised for r in results] == [None] * len(cases), answer
+        for r, c in zip(results, cases):
+            assert np.allclose(r.value, q.reference(*c), rtol=1e-5)
+
+
+def test_one_query_at_a_time_over_all_keys_is_told_it_has_no_key_blocks():
+    q = get_question("q08_tiled")
+    for r in (
+        self_check("q08_tiled", _one_query_over_all_keys),
+        evaluate(q, _one_query_over_all_keys),
+    ):
+        assert r["status"] == "error" and r["cause"] == "no key blocks", r
+        assert "block_size keys" in r["hint"]
+    rng = np.random.default_rng(4)
+    cases = [(rng.normal(size=(6, 3)).tolist(), rng.normal(size=(41, 3)).tolist(),
+              rng.normal(size=(41, 5)).tolist(), 4)]
+    (res,) = _tiled_watch(_one_query_over_all_keys, cases)
+    assert res.raised and res.raised[0] == "NoKeyBlocks" and "(41,)" in res.raised[1]
+    # block_size >= n_k: one block is all the keys, nothing to tell
+    (res,) = _tiled_watch(_one_query_over_all_keys, [cases[0][:3] + (41,)])
+    assert res.raised is None

@@ -201,6 +201,16 @@ KNOWN_ERRORS = (
         "full score matrix",
     ),
     (
+        ("nokeyblocks",),
+        "The question asks for the scores over blocks of block_size keys, and your function "
+        "held a row of scores (or weights) over all the keys at once: taking one query at a "
+        "time over every key still computes, per query, the whole row the tiling avoids. Loop "
+        "over the keys, for start in range(0, n_k, block_size), score q (all queries, or a "
+        "block of them) against k[start:start + block_size] only, and fold each block into "
+        "the running m, ell and acc with your online_update.",
+        "no key blocks",
+    ),
+    (
         ("truth value of an array", "ambiguous"),
         "`if mask:` (or `mask and ...`, `mask or ...`) asks NumPy for one True/False for a "
         "whole array, which it refuses. To test whether a mask was given, write "
