@@ -356,3 +356,30 @@ def test_one_query_at_a_time_over_all_keys_is_told_it_has_no_key_blocks():
     # block_size >= n_k: one block is all the keys, nothing to tell
     (res,) = _tiled_watch(_one_query_over_all_keys, [cases[0][:3] + (41,)])
     assert res.raised is None
+
+
+# --- the stated precision is the precision a person rounds to --------------------------------
+
+
+def test_an_answer_written_to_more_figures_rounds_half_up_from_its_decimal_text():
+    # q08_decode_bound is 4.5857... ms "to 3 significant figures": 4.585 is 4.59 to a person
+    # (binary rounding made it 4.58, a false reject), 4.595 is 4.60 (binary made it 4.59)
+    q = get_question("q08_decode_bound")
+    for check in (lambda a: self_check(q.grade_id, a), lambda a: evaluate(q, a)):
+        assert check(4.585)["status"] == "passed"
+        assert check(4.595)["status"] == "failed"
+    assert self_check("q08_decode_bound", 4.58)["status"] == "failed"
+    for v in (4.59, 4.586, 4.5857, 4.594):
+        assert self_check("q08_decode_bound", v)["status"] == "passed", v
+
+
+def test_every_real_valued_question_states_the_precision_it_accepts():
+    from mha_helpers.grading.rules.judge import sig_figs_of
+
+    checked = 0
+    for gid in ("q08_decode_bound",):  # the value questions whose answer is not whole
+        q = get_question(gid)
+        k = sig_figs_of(q)
+        assert k and f"to {k} significant figures" in q.prompt, gid
+        checked += 1
+    assert checked

@@ -26,6 +26,7 @@ accordingly.
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import math
 import re
@@ -1333,7 +1334,7 @@ def _zero_below(digits: int, scale: float) -> float:
     return max(10.0 ** -(digits + 6), 10.0 ** -(digits + 3) * scale)
 
 
-def _number_text(v: float, digits: int, scale: float) -> str:
+def _number_text(v: float, digits: int, scale: float, half_up: bool = False) -> str:
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
@@ -1342,11 +1343,26 @@ def _number_text(v: float, digits: int, scale: float) -> str:
         return str(int(v))  # a whole number is compared exactly, whatever its size (a count)
     if abs(v) <= _zero_below(digits, scale):
         return "0"
-    text = f"{v:.{digits}g}"
+    text = f"{_half_up(v, digits) if half_up else v:.{digits}g}"
     return "0" if text in ("-0", "0") else text
 
 
-def _canonical(x, digits: int, depth: int = 0):
+def _half_up(v: float, digits: int) -> float:
+    """``v`` rounded to ``digits`` significant figures the way a person rounds what they wrote:
+    from its decimal text (the shortest repr), halves away from zero. Binary rounding would
+    take 4.585 (stored as 4.58499...) to 4.58 and 4.595 to 4.59, so an answer written "4.585"
+    for a value of 4.5857 "to 3 significant figures" would fail and "4.595" pass."""
+    try:
+        d = decimal.Decimal(repr(v))
+        if d == 0 or not d.is_finite():
+            return v
+        quantum = decimal.Decimal(1).scaleb(d.adjusted() - digits + 1)
+        return float(d.quantize(quantum, rounding=decimal.ROUND_HALF_UP))
+    except (decimal.InvalidOperation, ValueError, OverflowError):
+        return v
+
+
+def _canonical(x, digits: int, depth: int = 0, half_up: bool = False):
     if depth > 8:
         return None
     if isinstance(x, str):
@@ -1354,7 +1370,7 @@ def _canonical(x, digits: int, depth: int = 0):
     if x is None:
         return "none"
     if isinstance(x, (list, tuple)) and any(isinstance(v, str) or v is None for v in x):
-        parts = [_canonical(v, digits, depth + 1) for v in x]
+        parts = [_canonical(v, digits, depth + 1, half_up) for v in x]
         return None if None in parts else "t(" + "|".join(parts) + ")"
     try:
         arr = np.asarray(x)
@@ -1367,7 +1383,7 @@ def _canonical(x, digits: int, depth: int = 0):
     finite = flat[np.isfinite(flat)]
     scale = float(np.max(np.abs(finite))) if finite.size else 0.0
     return f"a{arr.shape}:" + ",".join(
-        _number_text(float(v), digits, scale) for v in flat[:100_000]
+        _number_text(float(v), digits, scale, half_up) for v in flat[:100_000]
     )
 
 
@@ -1386,7 +1402,8 @@ def value_hashes(grade_id: str, x, sig_figs: int | None = None) -> list | None:
     """
     out = []
     for digits in (sig_figs,) if sig_figs else (6, 5):
-        c = _canonical(x, digits)
+        # a stated precision is rounded as a person rounds what they wrote (see _half_up)
+        c = _canonical(x, digits, half_up=bool(sig_figs))
         if c is None:
             return None
         out.append(_salted(grade_id, c))
@@ -1408,7 +1425,7 @@ def _accepted_at(grade_id: str, x, digits: int) -> list:
     texts = set()
     arr = np.asarray(x, dtype=float)
     for f in (1.0, 1 - 1e-6, 1 + 1e-6):
-        c = _canonical(arr * f, digits)
+        c = _canonical(arr * f, digits, half_up=True)
         if c is not None:
             texts.add(c)
     return sorted(_salted(grade_id, c) for c in texts)
