@@ -383,3 +383,25 @@ def test_every_real_valued_question_states_the_precision_it_accepts():
         assert k and f"to {k} significant figures" in q.prompt, gid
         checked += 1
     assert checked
+
+
+def test_the_full_score_matrix_is_named_only_when_it_was_seen():
+    # the judge-writer's own answer: the (n_q, n_k) matrix in a local variable is seen, named
+    from mha_helpers.grading.rules.judge import error_cause, error_hint
+
+    def full_matrix(q, k, v, block_size):
+        s = q @ k.T / np.sqrt(q.shape[1])
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return (e @ v) / e.sum(axis=1, keepdims=True)
+
+    r = self_check("q08_tiled", full_matrix)
+    assert r["status"] == "error" and r["cause"] == "full score matrix", r
+    assert "(3, 10)" in r["message"]  # the shape seen, on the first public case
+    # only the memory held is known (temporaries, or many copies of the inputs): what fails is
+    # said, no cause
+    text = (
+        "the call held an array (or arrays) as large as the whole n_q x n_k score matrix at "
+        "once, which the question forbids"
+    )
+    assert error_cause("ArrayTooLarge", text) is None
+    assert "at least half of that matrix" in error_hint("ArrayTooLarge", text)

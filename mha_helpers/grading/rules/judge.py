@@ -194,12 +194,22 @@ def _form_problem(want, got, meta: dict, public: bool = True, path: str = "") ->
 # (text the exception's type and message contain, hint). The first that matches gives the hint.
 KNOWN_ERRORS = (
     (
-        ("arraytoolarge",),
+        ("arraytoolarge", "held an array of shape"),  # seen: one array of n_q x n_k entries
         "The question forbids building the whole n_q x n_k score matrix, and your function "
-        "held that much memory at once during the call. Compute the scores of one block of "
+        "held it (the array named above) during the call. Compute the scores of one block of "
         "keys at a time, q @ k[start:stop].T, fold them into the running m, ell and acc with "
         "the online update, and let each block's scores go before the next.",
         "full score matrix",
+    ),
+    (
+        ("arraytoolarge",),  # only the memory held is known, not which arrays held it
+        "The question forbids building the whole n_q x n_k score matrix, and your function "
+        "held as much memory at once during the call (at least half of that matrix, in one "
+        "or several arrays). Compute the scores of one block of keys at a time, "
+        "q @ k[start:stop].T, fold them into the running m, ell and acc with the online "
+        "update, let each block's scores go before the next, and keep no more copies of the "
+        "inputs than one each.",
+        None,
     ),
     (
         ("nokeyblocks",),

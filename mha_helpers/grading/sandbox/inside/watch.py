@@ -360,8 +360,8 @@ def run_cases(
                         res.value, limit = None, None  # the whole score matrix, in one array
                         res.raised = (
                             LIMIT_ERROR,
-                            "the call held an array (or arrays) as large as the whole "
-                            "n_q x n_k score matrix at once, which the question forbids",
+                            f"the call held an array of shape {watch.seen}, the whole "
+                            "n_q x n_k score matrix (or more) at once, which the question forbids",
                         )
                     elif watch.seen is not None:
                         res.value = None
