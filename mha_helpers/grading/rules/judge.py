@@ -1021,8 +1021,11 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             case=i,
             public=public,
             hint="",
-            message="your function returned None: did you forget `return`?",
-            cause="no return",
+            message="your function returned None: a function without a `return` of its "
+            "result gives None, and so does returning what an in-place method gives (.sort(), "
+            ".append(), .fill(), np.copyto(...) return None): return the array you built",
+            # None is what was seen; which of these gave it is not
+            cause=None,
         )
         return r
     return None
