@@ -300,6 +300,16 @@ def _tiled_einsum_query_blocks(q, k, v, block_size):  # query blocks as well as 
     return np.concatenate(out)
 
 
+def _tiled_with_key_indices(q, k, v, block_size):  # an index array over all keys is no score row
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    keys = np.arange(len(k))
+    m, ell, acc = np.full(len(q), -np.inf), np.zeros(len(q)), np.zeros((len(q), v.shape[1]))
+    for s in range(0, len(k), block_size):
+        idx = keys[s : s + block_size]
+        m, ell, acc = _online_update(m, ell, acc, q @ k[idx].T / np.sqrt(q.shape[1]), v[idx])
+    return acc / ell[:, None]
+
+
 def _one_query_over_all_keys(q, k, v, block_size):  # wrong: a length-n_k row per query
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     out = np.zeros((len(q), v.shape[1]))
@@ -321,7 +331,7 @@ def _tiled_watch(answer, cases):
 
 def test_tiled_answers_over_key_blocks_pass_in_every_legitimate_form():
     q = get_question("q08_tiled")
-    for answer in (q.reference, _tiled_lists, _tiled_einsum_query_blocks):
+    for answer in (q.reference, _tiled_lists, _tiled_einsum_query_blocks, _tiled_with_key_indices):
         assert self_check("q08_tiled", answer)["status"] == "passed", answer
         assert evaluate(q, answer)["status"] == "passed", answer
     rng = np.random.default_rng(3)

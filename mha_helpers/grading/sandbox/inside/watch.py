@@ -252,9 +252,12 @@ def _key_block_sizes(limits, args):
         n_k = int(np.shape(args[int(i)])[int(j)])
         block = int(args[int(spec["block"])])
         other = {int(np.shape(args[int(a)])[int(b)]) for a, b in spec.get("other", ())}
+        a, b = spec.get("queries") or spec["keys"]
+        n_q = int(np.shape(args[int(a)])[int(b)]) if spec.get("queries") else -1
     except Exception:
         return None
-    if n_k <= block or n_k in other or n_k < 2:
+    # n_k == n_q: the running m and ell, (n_q,), would look like a row over every key
+    if n_k <= block or n_k in other or n_k == n_q or n_k < 2:
         return None
     return n_k, other
 
@@ -283,7 +286,9 @@ class _KeyBlockWatch:
 
     def _look(self, frame):
         for value in list(frame.f_locals.values()):
-            if isinstance(value, np.ndarray) and value.ndim >= 1:
+            # scores and weights are real numbers: an index array (np.arange(n_k)) or a
+            # boolean one over the keys is no row of scores
+            if isinstance(value, np.ndarray) and value.ndim >= 1 and value.dtype.kind in "fc":
                 shape = value.shape
                 if self.n_k in shape and not any(s in self.other for s in shape):
                     self.seen = tuple(int(s) for s in shape)
