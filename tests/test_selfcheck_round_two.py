@@ -415,3 +415,21 @@ def test_the_full_score_matrix_is_named_only_when_it_was_seen():
     )
     assert error_cause("ArrayTooLarge", text) is None
     assert "at least half of that matrix" in error_hint("ArrayTooLarge", text)
+
+
+def test_an_extra_required_parameter_is_not_told_to_give_the_mask_a_default():
+    # the judge-writer's own answers: an extra parameter (named), and a mask without default
+    q = get_question("q08_tiled")
+
+    def tiled(q_, k, v, block_size, scale):
+        return q.reference(q_, k, v, block_size)
+
+    r = self_check("q08_tiled", tiled)
+    assert r["status"] == "error" and r["cause"] is None and "scale" in r["hint"], r
+    layer = get_question("q02_full_layer")
+
+    def no_default(x, w_q, w_k, w_v, w_o, num_heads, mask):
+        return layer.reference(x, w_q, w_k, w_v, w_o, num_heads, mask)
+
+    r = self_check("q02_full_layer", no_default)
+    assert r["status"] == "error" and r["cause"] == "missing default", r

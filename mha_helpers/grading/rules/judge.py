@@ -994,6 +994,21 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
                 "`mask is not None` to test whether a mask was given). "
                 + (meta["hint"] or "")
             )
+        missing = re.findall(r"argument[s]?: '(\w+)'", text)
+        if (
+            r["cause"] == "missing default"
+            and not (getattr(res, "where", None) or {}).get("function")
+            and missing
+            and not all("mask" in name for name in missing)
+        ):
+            # the check leaves out only an optional argument (a mask); another name is a
+            # parameter the question does not have, or one too many
+            r.update(
+                cause=None,
+                hint=f"Your function asks for an argument the check does not pass "
+                f"({', '.join(missing)}): its parameters must be the ones the question lists, "
+                "in that order, the optional ones with their defaults. " + (meta["hint"] or ""),
+            )
         if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
             # raised inside the learner's own code: one of *their* calls misses an argument
             r.update(
