@@ -433,3 +433,13 @@ def test_an_extra_required_parameter_is_not_told_to_give_the_mask_a_default():
 
     r = self_check("q02_full_layer", no_default)
     assert r["status"] == "error" and r["cause"] == "missing default", r
+
+
+def test_a_none_from_the_learners_own_helper_is_not_called_a_list_or_a_number():
+    from mha_helpers.grading.rules.judge import error_cause, error_hint
+
+    text = "'NoneType' object has no attribute 'shape'"  # the judge-writer's own example
+    assert error_cause("AttributeError", text) is None and "None" in error_hint("AttributeError", text)
+    assert error_cause("AttributeError", "'list' object has no attribute 'shape'") == (
+        "list, not an array"
+    )

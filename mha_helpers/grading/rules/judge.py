@@ -335,6 +335,13 @@ KNOWN_ERRORS = (
         None,
     ),
     (
+        ("nonetype",),  # before "has no attribute 'shape'": None is no list or number
+        "A value on that line is None, not an array: a function of yours that ends without "
+        "`return` (or returns what an in-place method such as .sort() gives) hands back None. "
+        "Print it just before that line and follow it back to where it was made.",
+        None,
+    ),
+    (
         ("'list' object has no attribute",),
         "A value on that line is a Python list, not a NumPy array: a list has no array methods "
         "such as .shape, .T, .transpose or .reshape. Convert it first with np.asarray(...) (or "
