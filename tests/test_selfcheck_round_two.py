@@ -258,12 +258,16 @@ def test_error_causes_need_the_message_to_prove_them():
     assert error_cause("TypeError", "list indices must be integers or slices, not float") == (
         "float index"
     )
-    assert error_cause("TypeError", "slice indices must be integers or None or have an __index__ method") is None
+    assert (
+        error_cause(
+            "TypeError", "slice indices must be integers or None or have an __index__ method"
+        )
+        is None
+    )
     # swapped shapes say the axes are swapped, not that a transpose is missing (a reshape or a
     # mask built (n_k, n_q) gives them too)
     text = "operands could not be broadcast together with shapes (3,5) (5,3)"
     assert error_cause("ValueError", text) is None
-
 
 
 # --- q08_tiled: "over blocks of block_size keys" is watched ---------------------------------
@@ -359,8 +363,14 @@ def test_one_query_at_a_time_over_all_keys_is_told_it_has_no_key_blocks():
         assert r["status"] == "error" and r["cause"] == "no key blocks", r
         assert "block_size keys" in r["hint"]
     rng = np.random.default_rng(4)
-    cases = [(rng.normal(size=(6, 3)).tolist(), rng.normal(size=(41, 3)).tolist(),
-              rng.normal(size=(41, 5)).tolist(), 4)]
+    cases = [
+        (
+            rng.normal(size=(6, 3)).tolist(),
+            rng.normal(size=(41, 3)).tolist(),
+            rng.normal(size=(41, 5)).tolist(),
+            4,
+        )
+    ]
     (res,) = _tiled_watch(_one_query_over_all_keys, cases)
     assert res.raised and res.raised[0] == "NoKeyBlocks" and "(41,)" in res.raised[1]
     # block_size >= n_k: one block is all the keys, nothing to tell
@@ -439,7 +449,9 @@ def test_a_none_from_the_learners_own_helper_is_not_called_a_list_or_a_number():
     from mha_helpers.grading.rules.judge import error_cause, error_hint
 
     text = "'NoneType' object has no attribute 'shape'"  # the judge-writer's own example
-    assert error_cause("AttributeError", text) is None and "None" in error_hint("AttributeError", text)
+    assert error_cause("AttributeError", text) is None and "None" in error_hint(
+        "AttributeError", text
+    )
     assert error_cause("AttributeError", "'list' object has no attribute 'shape'") == (
         "list, not an array"
     )

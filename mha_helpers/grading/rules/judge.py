@@ -967,6 +967,43 @@ def _scan_cases(meta: dict, results: list, expected: list, n_public: int) -> _Sc
     return scan
 
 
+def _narrow_error_cause(r: dict, meta: dict, res, kind: str, text: str, public: bool) -> None:
+    """Where the error's message names a cause the rest of what was seen does not prove, the
+    verdict ``r`` says what fails instead (in place): a truth-value error on a line that tests
+    no mask, an argument the check leaves out that is no optional mask, a call inside the
+    learner's own code that misses one."""
+    if error_hint(kind, text, public).startswith("`if mask:`") and r["cause"] is None:
+        # the line that raised tests no mask: say what NumPy refused, not why
+        r["hint"] = (
+            "Python asked for one True/False for a whole array, which NumPy refuses: an "
+            "`if`, `and`, `or`, `not`, or Python's own max()/min() applied to arrays (use "
+            "np.maximum/np.minimum elementwise, & and | to combine boolean arrays, and "
+            "`mask is not None` to test whether a mask was given). " + (meta["hint"] or "")
+        )
+    missing = re.findall(r"argument[s]?: '(\w+)'", text)
+    if (
+        r["cause"] == "missing default"
+        and not (getattr(res, "where", None) or {}).get("function")
+        and missing
+        and not all("mask" in name for name in missing)
+    ):
+        # the check leaves out only an optional argument (a mask); another name is a
+        # parameter the question does not have, or one too many
+        r.update(
+            cause=None,
+            hint=f"Your function asks for an argument the check does not pass "
+            f"({', '.join(missing)}): its parameters must be the ones the question lists, "
+            "in that order, the optional ones with their defaults. " + (meta["hint"] or ""),
+        )
+    if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
+        # raised inside the learner's own code: one of *their* calls misses an argument
+        r.update(
+            cause=None,
+            hint="A call inside your function misses an argument (see the line above): "
+            "compare it with the definition of the function it calls. " + (meta["hint"] or ""),
+        )
+
+
 def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
     """The verdict when case ``i`` stops the answer: it raised (the release's stub raises
     ``NotImplementedError``: not attempted), changed an input in place, or returned ``None``
@@ -992,37 +1029,7 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             if error_hint(kind, text, public)
             else None,
         )
-        if error_hint(kind, text, public).startswith("`if mask:`") and r["cause"] is None:
-            # the line that raised tests no mask: say what NumPy refused, not why
-            r["hint"] = (
-                "Python asked for one True/False for a whole array, which NumPy refuses: an "
-                "`if`, `and`, `or`, `not`, or Python's own max()/min() applied to arrays (use "
-                "np.maximum/np.minimum elementwise, & and | to combine boolean arrays, and "
-                "`mask is not None` to test whether a mask was given). "
-                + (meta["hint"] or "")
-            )
-        missing = re.findall(r"argument[s]?: '(\w+)'", text)
-        if (
-            r["cause"] == "missing default"
-            and not (getattr(res, "where", None) or {}).get("function")
-            and missing
-            and not all("mask" in name for name in missing)
-        ):
-            # the check leaves out only an optional argument (a mask); another name is a
-            # parameter the question does not have, or one too many
-            r.update(
-                cause=None,
-                hint=f"Your function asks for an argument the check does not pass "
-                f"({', '.join(missing)}): its parameters must be the ones the question lists, "
-                "in that order, the optional ones with their defaults. " + (meta["hint"] or ""),
-            )
-        if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
-            # raised inside the learner's own code: one of *their* calls misses an argument
-            r.update(
-                cause=None,
-                hint="A call inside your function misses an argument (see the line above): "
-                "compare it with the definition of the function it calls. " + (meta["hint"] or ""),
-            )
+        _narrow_error_cause(r, meta, res, kind, text, public)
         if public:
             r["where"] = getattr(res, "where", None)
         return r
