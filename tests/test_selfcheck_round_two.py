@@ -217,3 +217,242 @@ def test_a_count_off_by_one_term_is_told_which_term():
 def test_a_value_off_by_a_factor_of_the_prompt_is_told_so():
     r = self_check("q08_mla_cache", (512 + 64) * 60 * 2 * 128)  # times the 128 heads
     assert r["cause"] is None and "times 128" in r["hint"], r["hint"]
+
+
+# --- precision audit: a cause is named only when the error proves it ------------------------
+# The wrong answers below are the judge-writer's own inventions (not an independent battery).
+
+
+def test_python_max_on_arrays_is_not_told_it_tested_a_mask():
+    from mha_helpers.grading.rules.judge import error_cause
+
+    text = "The truth value of an array with more than one element is ambiguous. Use a.any()"
+    assert error_cause("ValueError", text, "m_new = max(m, scores.max(axis=-1))") is None
+    assert error_cause("ValueError", text, "if scores > 0:") is None
+    assert error_cause("ValueError", text, None) is None  # no line: nothing proves a mask
+    assert error_cause("ValueError", text, "if mask:") == "if mask"
+    assert error_cause("ValueError", text, "if causal and mask:") == "if mask"
+
+    def online_update(m, ell, acc, scores, v_block):  # Python's max() where np.maximum belongs
+        m_new = max(m, scores.max(axis=-1))
+        r = np.exp(m - m_new)
+        p = np.exp(scores - m_new[:, None])
+        return m_new, r * ell + p.sum(axis=-1), r[:, None] * acc + p @ v_block
+
+    r = self_check("q08_online_update", online_update)
+    assert r["status"] == "error" and r["cause"] is None
+    assert "max()" in r["hint"] and "np.maximum" in r["hint"]
+
+
+def test_error_causes_need_the_message_to_prove_them():
+    from mha_helpers.grading.rules.judge import error_cause
+
+    # a tuple (not a float) used as a size is no "float size"
+    assert error_cause("TypeError", "'tuple' object cannot be interpreted as an integer") is None
+    assert error_cause("TypeError", "'float' object cannot be interpreted as an integer") == (
+        "float size"
+    )
+    # a list indexed like an array is not a float index
+    assert error_cause("TypeError", "list indices must be integers or slices, not tuple") == (
+        "list, not an array"
+    )
+    assert error_cause("TypeError", "list indices must be integers or slices, not float") == (
+        "float index"
+    )
+    assert (
+        error_cause(
+            "TypeError", "slice indices must be integers or None or have an __index__ method"
+        )
+        is None
+    )
+    # swapped shapes say the axes are swapped, not that a transpose is missing (a reshape or a
+    # mask built (n_k, n_q) gives them too)
+    text = "operands could not be broadcast together with shapes (3,5) (5,3)"
+    assert error_cause("ValueError", text) is None
+
+
+# --- q08_tiled: "over blocks of block_size keys" is watched ---------------------------------
+# The answers below are the judge-writer's own (not an independent battery).
+
+
+def _online_update(m, ell, acc, scores, v_block):
+    m_new = np.maximum(m, scores.max(axis=-1))
+    r = np.exp(m - m_new)
+    p = np.exp(scores - m_new[:, None])
+    return m_new, r * ell + p.sum(axis=-1), r[:, None] * acc + p @ v_block
+
+
+def _tiled_lists(q, k, v, block_size):  # lists converted with np.asarray: copies of k and v
+    q, k, v = np.asarray(q, dtype=float), np.asarray(k, dtype=float), np.asarray(v, dtype=float)
+    n_q, d_k = q.shape
+    m, ell, acc = np.full(n_q, -np.inf), np.zeros(n_q), np.zeros((n_q, v.shape[1]))
+    for s in range(0, len(k), block_size):
+        b = slice(s, min(s + block_size, len(k)))
+        m, ell, acc = _online_update(m, ell, acc, q @ k[b].T / np.sqrt(d_k), v[b])
+    return acc / ell[:, None]
+
+
+def _tiled_einsum_query_blocks(q, k, v, block_size):  # query blocks as well as key blocks
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    out = []
+    for a in range(0, len(q), 5):
+        qb = q[a : a + 5]
+        m, ell, acc = np.full(len(qb), -np.inf), np.zeros(len(qb)), np.zeros((len(qb), v.shape[1]))
+        for s in range(0, len(k), block_size):
+            scores = np.einsum("qd,kd->qk", qb, k[s : s + block_size]) / np.sqrt(q.shape[1])
+            m, ell, acc = _online_update(m, ell, acc, scores, v[s : s + block_size])
+        out.append(acc / ell[:, None])
+    return np.concatenate(out)
+
+
+def _tiled_with_key_indices(q, k, v, block_size):  # an index array over all keys is no score row
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    keys = np.arange(len(k))
+    m, ell, acc = np.full(len(q), -np.inf), np.zeros(len(q)), np.zeros((len(q), v.shape[1]))
+    for s in range(0, len(k), block_size):
+        idx = keys[s : s + block_size]
+        m, ell, acc = _online_update(m, ell, acc, q @ k[idx].T / np.sqrt(q.shape[1]), v[idx])
+    return acc / ell[:, None]
+
+
+def _one_query_over_all_keys(q, k, v, block_size):  # wrong: a length-n_k row per query
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    out = np.zeros((len(q), v.shape[1]))
+    for i in range(len(q)):
+        s = k @ q[i] / np.sqrt(q.shape[1])
+        m, ell, acc = _online_update(
+            np.full(1, -np.inf), np.zeros(1), np.zeros((1, v.shape[1])), s[None, :], v
+        )
+        out[i] = acc[0] / ell[0]
+    return out
+
+
+def _tiled_watch(answer, cases):
+    from mha_helpers.grading.sandbox.inside.watch import run_cases
+
+    q = get_question("q08_tiled")
+    return run_cases(answer, cases, limits=q.extra["limits"])[0]
+
+
+def test_tiled_answers_over_key_blocks_pass_in_every_legitimate_form():
+    q = get_question("q08_tiled")
+    for answer in (q.reference, _tiled_lists, _tiled_einsum_query_blocks, _tiled_with_key_indices):
+        assert self_check("q08_tiled", answer)["status"] == "passed", answer
+        assert evaluate(q, answer)["status"] == "passed", answer
+    rng = np.random.default_rng(3)
+    qq, kk, vv = rng.normal(size=(6, 3)), rng.normal(size=(41, 3)), rng.normal(size=(41, 5))
+    cases = [
+        (qq.tolist(), kk.tolist(), vv.tolist(), 4),  # lists; a last short block
+        (qq.astype(np.float32), kk.astype(np.float32), vv.astype(np.float32), 7),
+        (qq, kk, vv, 1),  # block_size 1
+        (qq, kk, vv, 41),  # block_size == n_k
+        (qq, kk, vv, 100),  # block_size > n_k
+    ]
+    for answer in (_tiled_lists, _tiled_einsum_query_blocks):
+        results = _tiled_watch(answer, cases)
+        assert [r.raised for r in results] == [None] * len(cases), answer
+        for r, c in zip(results, cases):
+            assert np.allclose(r.value, q.reference(*c), rtol=1e-5)
+
+
+def test_one_query_at_a_time_over_all_keys_is_told_it_has_no_key_blocks():
+    q = get_question("q08_tiled")
+    for r in (
+        self_check("q08_tiled", _one_query_over_all_keys),
+        evaluate(q, _one_query_over_all_keys),
+    ):
+        assert r["status"] == "error" and r["cause"] == "no key blocks", r
+        assert "block_size keys" in r["hint"]
+    rng = np.random.default_rng(4)
+    cases = [
+        (
+            rng.normal(size=(6, 3)).tolist(),
+            rng.normal(size=(41, 3)).tolist(),
+            rng.normal(size=(41, 5)).tolist(),
+            4,
+        )
+    ]
+    (res,) = _tiled_watch(_one_query_over_all_keys, cases)
+    assert res.raised and res.raised[0] == "NoKeyBlocks" and "(41,)" in res.raised[1]
+    # block_size >= n_k: one block is all the keys, nothing to tell
+    (res,) = _tiled_watch(_one_query_over_all_keys, [cases[0][:3] + (41,)])
+    assert res.raised is None
+
+
+# --- the stated precision is the precision a person rounds to --------------------------------
+
+
+def test_an_answer_written_to_more_figures_rounds_half_up_from_its_decimal_text():
+    # q08_decode_bound is 4.5857... ms "to 3 significant figures": 4.585 is 4.59 to a person
+    # (binary rounding made it 4.58, a false reject), 4.595 is 4.60 (binary made it 4.59)
+    q = get_question("q08_decode_bound")
+    for check in (lambda a: self_check(q.grade_id, a), lambda a: evaluate(q, a)):
+        assert check(4.585)["status"] == "passed"
+        assert check(4.595)["status"] == "failed"
+    assert self_check("q08_decode_bound", 4.58)["status"] == "failed"
+    for v in (4.59, 4.586, 4.5857, 4.594):
+        assert self_check("q08_decode_bound", v)["status"] == "passed", v
+
+
+def test_every_real_valued_question_states_the_precision_it_accepts():
+    from mha_helpers.grading.rules.judge import sig_figs_of
+
+    checked = 0
+    for gid in ("q08_decode_bound",):  # the value questions whose answer is not whole
+        q = get_question(gid)
+        k = sig_figs_of(q)
+        assert k and f"to {k} significant figures" in q.prompt, gid
+        checked += 1
+    assert checked
+
+
+def test_the_full_score_matrix_is_named_only_when_it_was_seen():
+    # the judge-writer's own answer: the (n_q, n_k) matrix in a local variable is seen, named
+    from mha_helpers.grading.rules.judge import error_cause, error_hint
+
+    def full_matrix(q, k, v, block_size):
+        s = q @ k.T / np.sqrt(q.shape[1])
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return (e @ v) / e.sum(axis=1, keepdims=True)
+
+    r = self_check("q08_tiled", full_matrix)
+    assert r["status"] == "error" and r["cause"] == "full score matrix", r
+    assert "(3, 10)" in r["message"]  # the shape seen, on the first public case
+    # only the memory held is known (temporaries, or many copies of the inputs): what fails is
+    # said, no cause
+    text = (
+        "the call held an array (or arrays) as large as the whole n_q x n_k score matrix at "
+        "once, which the question forbids"
+    )
+    assert error_cause("ArrayTooLarge", text) is None
+    assert "at least half of that matrix" in error_hint("ArrayTooLarge", text)
+
+
+def test_an_extra_required_parameter_is_not_told_to_give_the_mask_a_default():
+    # the judge-writer's own answers: an extra parameter (named), and a mask without default
+    q = get_question("q08_tiled")
+
+    def tiled(q_, k, v, block_size, scale):
+        return q.reference(q_, k, v, block_size)
+
+    r = self_check("q08_tiled", tiled)
+    assert r["status"] == "error" and r["cause"] is None and "scale" in r["hint"], r
+    layer = get_question("q02_full_layer")
+
+    def no_default(x, w_q, w_k, w_v, w_o, num_heads, mask):
+        return layer.reference(x, w_q, w_k, w_v, w_o, num_heads, mask)
+
+    r = self_check("q02_full_layer", no_default)
+    assert r["status"] == "error" and r["cause"] == "missing default", r
+
+
+def test_a_none_from_the_learners_own_helper_is_not_called_a_list_or_a_number():
+    from mha_helpers.grading.rules.judge import error_cause, error_hint
+
+    text = "'NoneType' object has no attribute 'shape'"  # the judge-writer's own example
+    assert error_cause("AttributeError", text) is None and "None" in error_hint(
+        "AttributeError", text
+    )
+    assert error_cause("AttributeError", "'list' object has no attribute 'shape'") == (
+        "list, not an array"
+    )

@@ -230,12 +230,20 @@ def _tiled_cases(rng):
     # starts at -inf and follows the scores down (a maximum started at 0 gives 0 / 0)
     q = 30 + 10 * np.abs(rng.normal(size=(2, 4)))
     cases.append((q, -(30 + 10 * np.abs(rng.normal(size=(6, 4)))), rng.normal(size=(6, 2)), 3))
-    # many keys, one block as wide as all the queries: the whole (n_q, n_k) score matrix is
+    # many keys, a block wider than all the queries: the whole (n_q, n_k) score matrix is
     # 25 times one block's scores, so building it (or blocking the queries instead of the
-    # keys) shows in the memory the call holds (the question's "never forming" is checked)
-    n_q, n_k = 32, 800
+    # keys) shows in the memory the call holds (the question's "never forming" is checked);
+    # n_q, d_k, d_v, block_size and n_k all differ, so an array with an axis of all n_k keys
+    # and no feature axis is a row of scores over every key (one query at a time over all
+    # the keys: no key blocks), told apart from the keys' own copies (n_k, d_k), (n_k, d_v)
+    n_q, n_k, d_k, d_v, block = 24, 800, 3, 5, 32
     cases.append(
-        (rng.normal(size=(n_q, 2)), rng.normal(size=(n_k, 2)), rng.normal(size=(n_k, 2)), n_q)
+        (
+            rng.normal(size=(n_q, d_k)),
+            rng.normal(size=(n_k, d_k)),
+            rng.normal(size=(n_k, d_v)),
+            block,
+        )
     )
     return cases
 
@@ -265,7 +273,18 @@ register(
             + (["d_k != d_v"] if np.shape(q)[-1] != np.shape(v)[-1] else [])
         ),
         # "never forming the whole (n_q, n_k) score matrix": no call may hold half of it
-        extra={"limits": {"peak": {"dims": [[0, 0], [1, 0]], "fraction": 0.5, "min_bytes": 65536}}},
+        # "over blocks of block_size keys": no array over all the keys without a feature axis
+        extra={
+            "limits": {
+                "peak": {"dims": [[0, 0], [1, 0]], "fraction": 0.5, "min_bytes": 65536},
+                "key_blocks": {
+                    "queries": [0, 0],
+                    "keys": [1, 0],
+                    "block": 3,
+                    "other": [[0, 1], [2, 1]],
+                },
+            }
+        },
         mistakes=(
             Mistake(
                 "last block dropped",

@@ -26,6 +26,7 @@ accordingly.
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import math
 import re
@@ -194,32 +195,80 @@ def _form_problem(want, got, meta: dict, public: bool = True, path: str = "") ->
 # (text the exception's type and message contain, hint). The first that matches gives the hint.
 KNOWN_ERRORS = (
     (
-        ("arraytoolarge",),
+        ("arraytoolarge", "held an array of shape"),  # seen: one array of n_q x n_k entries
         "The question forbids building the whole n_q x n_k score matrix, and your function "
-        "held that much memory at once during the call. Compute the scores of one block of "
+        "held it (the array named above) during the call. Compute the scores of one block of "
         "keys at a time, q @ k[start:stop].T, fold them into the running m, ell and acc with "
         "the online update, and let each block's scores go before the next.",
         "full score matrix",
+    ),
+    (
+        ("arraytoolarge",),  # only the memory held is known, not which arrays held it
+        "The question forbids building the whole n_q x n_k score matrix, and your function "
+        "held as much memory at once during the call (at least half of that matrix, in one "
+        "or several arrays). Compute the scores of one block of keys at a time, "
+        "q @ k[start:stop].T, fold them into the running m, ell and acc with the online "
+        "update, let each block's scores go before the next, and keep no more copies of the "
+        "inputs than one each.",
+        None,
+    ),
+    (
+        ("nokeyblocks",),
+        "The question asks for the scores over blocks of block_size keys, and your function "
+        "held a row of scores (or weights) over all the keys at once: taking one query at a "
+        "time over every key still computes, per query, the whole row the tiling avoids. Loop "
+        "over the keys, for start in range(0, n_k, block_size), score q (all queries, or a "
+        "block of them) against k[start:start + block_size] only, and fold each block into "
+        "the running m, ell and acc with your online_update.",
+        "no key blocks",
     ),
     (
         ("truth value of an array", "ambiguous"),
         "`if mask:` (or `mask and ...`, `mask or ...`) asks NumPy for one True/False for a "
         "whole array, which it refuses. To test whether a mask was given, write "
         "`if mask is not None:`; to combine masks elementwise, use & and |.",
-        "if mask",
+        "if mask",  # named only when the line that raised tests a mask (see error_cause)
     ),
     (
-        ("cannot be interpreted as an integer",),
+        ("float", "cannot be interpreted as an integer"),
         "A size is a float: d_model / num_heads gives a float in Python 3 even when it divides "
         "evenly (8 / 2 is 4.0), and reshape, range and np.zeros refuse floats. Use // : "
         "d_head = d_model // num_heads.",
         "float size",
     ),
     (
-        ("indices must be integers", "only integers, slices"),
-        "An index or slice bound is a float: d_model / num_heads gives a float even when it "
-        "divides evenly. Use // (d_head = d_model // num_heads) for sizes and positions.",
+        ("cannot be interpreted as an integer",),
+        "A value used as a size or a count (in range, reshape, np.zeros, ...) is not an "
+        "integer: the message names its type. Print it just before that line; sizes come "
+        "from .shape and whole-number arithmetic (//).",
+        None,
+    ),
+    (
+        ("indices must be integers", "not float"),
+        "An index is a float: d_model / num_heads gives a float even when it divides "
+        "evenly. Use // (d_head = d_model // num_heads) for sizes and positions.",
         "float index",
+    ),
+    (
+        ("list indices must be integers", "not tuple"),
+        "A Python list was indexed like an array, x[i, j]: a list takes one index at a time. "
+        "Convert it first with np.asarray(...); where the question allows a list as input, an "
+        "argument may be one.",
+        "list, not an array",
+    ),
+    (
+        ("indices must be integers",),
+        "An index or slice bound is not an integer (the message names what it got): print it "
+        "just before that line. A size computed with / is a float even when it divides evenly "
+        "(use //).",
+        None,
+    ),
+    (
+        ("only integers, slices",),
+        "An index is not an integer, a slice or a boolean/integer array (for example a float, "
+        "as d_model / num_heads gives even when it divides evenly): print it just before that "
+        "line; use // for sizes and positions.",
+        None,
     ),
     (
         ("cannot reshape array of size",),
@@ -287,6 +336,13 @@ KNOWN_ERRORS = (
         None,
     ),
     (
+        ("nonetype",),  # before "has no attribute 'shape'": None is no list or number
+        "A value on that line is None, not an array: a function of yours that ends without "
+        "`return` (or returns what an in-place method such as .sort() gives) hands back None. "
+        "Print it just before that line and follow it back to where it was made.",
+        None,
+    ),
+    (
         ("'list' object has no attribute",),
         "A value on that line is a Python list, not a NumPy array: a list has no array methods "
         "such as .shape, .T, .transpose or .reshape. Convert it first with np.asarray(...) (or "
@@ -345,8 +401,10 @@ def error_hint(kind: str, text: str, public: bool = True) -> str:
                     )
                     return (
                         f"Two arrays do not line up{shapes}, the same sizes with the last two "
-                        "axes swapped, so one of them is transposed. A mask and the scores are "
-                        "both (n_q, n_k): rows are queries, columns are keys."
+                        "axes swapped: one of them has its axes the other way round (transposed "
+                        "once too often or too few times, or built as (n_k, n_q)). A "
+                        "mask and the scores are both (n_q, n_k): rows are queries, columns "
+                        "are keys."
                     )
         return (
             "Two arrays' shapes do not line up for an elementwise operation (broadcasting "
@@ -359,16 +417,27 @@ def error_hint(kind: str, text: str, public: bool = True) -> str:
     return ""
 
 
-def error_cause(kind: str, text: str) -> str | None:
+# a line that asks for one truth value of a mask: `if mask:`, `mask and ...`, `not mask`
+_MASK_TRUTH = re.compile(
+    r"(\bif\s+(not\s+)?\(?\s*\w*mask\w*\s*\)?\s*(:|and\b|or\b))"
+    r"|(\w*mask\w*\s+(and|or)\b)|(\b(and|or|not)\s+\(?\w*mask\w*\b(?!\s*(is|==|!=|\.|\[)))"
+)
+
+
+def error_cause(kind: str, text: str, code: str | None = None) -> str | None:
     """The cause :func:`error_hint`'s hint names for this error, or ``None`` when the hint only
-    says where to look (the error alone does not tell the cause)."""
+    says where to look (the error alone does not tell the cause). A cause is named only when
+    the error's message (and, for ``if mask``, the line that raised, ``code``) proves it:
+    "the truth value of an array is ambiguous" also comes from ``max(a, b)``, ``if x > 0:`` or
+    ``a and b`` on arrays that are not masks; swapped shapes in a broadcast also come from a
+    reshape or a mask built the other way round, not only a transpose."""
     low = f"{kind}: {text}".lower()
     if "could not be broadcast" in low:
-        return (
-            "transposed operand" if "one of them is transposed" in error_hint(kind, text) else None
-        )
+        return None  # the shapes say the axes are swapped, not why
     for needles, _, cause in KNOWN_ERRORS:
         if all(n in low for n in needles):
+            if cause == "if mask" and not (code and _MASK_TRUTH.search(code)):
+                return None
             return cause
     return None
 
@@ -947,6 +1016,43 @@ def _scan_cases(meta: dict, results: list, expected: list, n_public: int) -> _Sc
     return scan
 
 
+def _narrow_error_cause(r: dict, meta: dict, res, kind: str, text: str, public: bool) -> None:
+    """Where the error's message names a cause the rest of what was seen does not prove, the
+    verdict ``r`` says what fails instead (in place): a truth-value error on a line that tests
+    no mask, an argument the check leaves out that is no optional mask, a call inside the
+    learner's own code that misses one."""
+    if error_hint(kind, text, public).startswith("`if mask:`") and r["cause"] is None:
+        # the line that raised tests no mask: say what NumPy refused, not why
+        r["hint"] = (
+            "Python asked for one True/False for a whole array, which NumPy refuses: an "
+            "`if`, `and`, `or`, `not`, or Python's own max()/min() applied to arrays (use "
+            "np.maximum/np.minimum elementwise, & and | to combine boolean arrays, and "
+            "`mask is not None` to test whether a mask was given). " + (meta["hint"] or "")
+        )
+    missing = re.findall(r"argument[s]?: '(\w+)'", text)
+    if (
+        r["cause"] == "missing default"
+        and not (getattr(res, "where", None) or {}).get("function")
+        and missing
+        and not all("mask" in name for name in missing)
+    ):
+        # the check leaves out only an optional argument (a mask); another name is a
+        # parameter the question does not have, or one too many
+        r.update(
+            cause=None,
+            hint=f"Your function asks for an argument the check does not pass "
+            f"({', '.join(missing)}): its parameters must be the ones the question lists, "
+            "in that order, the optional ones with their defaults. " + (meta["hint"] or ""),
+        )
+    if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
+        # raised inside the learner's own code: one of *their* calls misses an argument
+        r.update(
+            cause=None,
+            hint="A call inside your function misses an argument (see the line above): "
+            "compare it with the definition of the function it calls. " + (meta["hint"] or ""),
+        )
+
+
 def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
     """The verdict when case ``i`` stops the answer: it raised (the release's stub raises
     ``NotImplementedError``: not attempted), changed an input in place, or returned ``None``
@@ -968,15 +1074,11 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             public=public,
             hint=_error_and_recipe(kind, text, public, meta["hint"]),
             message=message,
-            cause=error_cause(kind, text) if error_hint(kind, text, public) else None,
+            cause=error_cause(kind, text, (getattr(res, "where", None) or {}).get("code"))
+            if error_hint(kind, text, public)
+            else None,
         )
-        if r["cause"] == "missing default" and (getattr(res, "where", None) or {}).get("function"):
-            # raised inside the learner's own code: one of *their* calls misses an argument
-            r.update(
-                cause=None,
-                hint="A call inside your function misses an argument (see the line above): "
-                "compare it with the definition of the function it calls. " + (meta["hint"] or ""),
-            )
+        _narrow_error_cause(r, meta, res, kind, text, public)
         if public:
             r["where"] = getattr(res, "where", None)
         return r
@@ -997,8 +1099,11 @@ def _stopped_at(meta: dict, i: int, res, want, public: bool) -> dict | None:
             case=i,
             public=public,
             hint="",
-            message="your function returned None: did you forget `return`?",
-            cause="no return",
+            message="your function returned None: a function without a `return` of its "
+            "result gives None, and so does returning what an in-place method gives (.sort(), "
+            ".append(), .fill(), np.copyto(...) return None): return the array you built",
+            # None is what was seen; which of these gave it is not
+            cause=None,
         )
         return r
     return None
@@ -1330,7 +1435,7 @@ def _zero_below(digits: int, scale: float) -> float:
     return max(10.0 ** -(digits + 6), 10.0 ** -(digits + 3) * scale)
 
 
-def _number_text(v: float, digits: int, scale: float) -> str:
+def _number_text(v: float, digits: int, scale: float, half_up: bool = False) -> str:
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
@@ -1339,11 +1444,26 @@ def _number_text(v: float, digits: int, scale: float) -> str:
         return str(int(v))  # a whole number is compared exactly, whatever its size (a count)
     if abs(v) <= _zero_below(digits, scale):
         return "0"
-    text = f"{v:.{digits}g}"
+    text = f"{_half_up(v, digits) if half_up else v:.{digits}g}"
     return "0" if text in ("-0", "0") else text
 
 
-def _canonical(x, digits: int, depth: int = 0):
+def _half_up(v: float, digits: int) -> float:
+    """``v`` rounded to ``digits`` significant figures the way a person rounds what they wrote:
+    from its decimal text (the shortest repr), halves away from zero. Binary rounding would
+    take 4.585 (stored as 4.58499...) to 4.58 and 4.595 to 4.59, so an answer written "4.585"
+    for a value of 4.5857 "to 3 significant figures" would fail and "4.595" pass."""
+    try:
+        d = decimal.Decimal(repr(v))
+        if d == 0 or not d.is_finite():
+            return v
+        quantum = decimal.Decimal(1).scaleb(d.adjusted() - digits + 1)
+        return float(d.quantize(quantum, rounding=decimal.ROUND_HALF_UP))
+    except (decimal.InvalidOperation, ValueError, OverflowError):
+        return v
+
+
+def _canonical(x, digits: int, depth: int = 0, half_up: bool = False):
     if depth > 8:
         return None
     if isinstance(x, str):
@@ -1351,7 +1471,7 @@ def _canonical(x, digits: int, depth: int = 0):
     if x is None:
         return "none"
     if isinstance(x, (list, tuple)) and any(isinstance(v, str) or v is None for v in x):
-        parts = [_canonical(v, digits, depth + 1) for v in x]
+        parts = [_canonical(v, digits, depth + 1, half_up) for v in x]
         return None if None in parts else "t(" + "|".join(parts) + ")"
     try:
         arr = np.asarray(x)
@@ -1364,7 +1484,7 @@ def _canonical(x, digits: int, depth: int = 0):
     finite = flat[np.isfinite(flat)]
     scale = float(np.max(np.abs(finite))) if finite.size else 0.0
     return f"a{arr.shape}:" + ",".join(
-        _number_text(float(v), digits, scale) for v in flat[:100_000]
+        _number_text(float(v), digits, scale, half_up) for v in flat[:100_000]
     )
 
 
@@ -1383,7 +1503,8 @@ def value_hashes(grade_id: str, x, sig_figs: int | None = None) -> list | None:
     """
     out = []
     for digits in (sig_figs,) if sig_figs else (6, 5):
-        c = _canonical(x, digits)
+        # a stated precision is rounded as a person rounds what they wrote (see _half_up)
+        c = _canonical(x, digits, half_up=bool(sig_figs))
         if c is None:
             return None
         out.append(_salted(grade_id, c))
@@ -1405,7 +1526,7 @@ def _accepted_at(grade_id: str, x, digits: int) -> list:
     texts = set()
     arr = np.asarray(x, dtype=float)
     for f in (1.0, 1 - 1e-6, 1 + 1e-6):
-        c = _canonical(arr * f, digits)
+        c = _canonical(arr * f, digits, half_up=True)
         if c is not None:
             texts.add(c)
     return sorted(_salted(grade_id, c) for c in texts)

@@ -235,6 +235,85 @@ def _limit_bytes(limits, args) -> int | None:
         return None
 
 
+BLOCKS_ERROR = "NoKeyBlocks"  # an answer seen holding scores over all the keys at once
+
+
+def _key_block_sizes(limits, args):
+    """``(n_k, other sizes)`` when a question states that its keys are taken in blocks
+    (``{"key_blocks": {"keys": [i, j], "block": b, "other": [[i, j], ...]}}``: the number of keys
+    is ``args[i].shape[j]``, the block size ``args[b]``, and the other sizes, d_k and d_v, those
+    listed) and this case can tell (more keys than a block, and n_k unlike every other size);
+    ``None`` otherwise."""
+    spec = (limits or {}).get("key_blocks") if isinstance(limits, dict) else None
+    if not spec:
+        return None
+    try:
+        i, j = spec["keys"]
+        n_k = int(np.shape(args[int(i)])[int(j)])
+        block = int(args[int(spec["block"])])
+        other = {int(np.shape(args[int(a)])[int(b)]) for a, b in spec.get("other", ())}
+        a, b = spec.get("queries") or spec["keys"]
+        n_q = int(np.shape(args[int(a)])[int(b)]) if spec.get("queries") else -1
+    except Exception:
+        return None
+    # n_k == n_q: the running m and ell, (n_q,), would look like a row over every key
+    if n_k <= block or n_k in other or n_k == n_q or n_k < 2:
+        return None
+    return n_k, other
+
+
+def _whole_matrix(limits, args) -> int:
+    """The number of entries of the whole (n_q, n_k) score matrix (0 when not stated)."""
+    try:
+        spec = limits["key_blocks"]
+        (a, b), (c, d) = spec["queries"], spec["keys"]
+        return int(np.shape(args[int(a)])[int(b)]) * int(np.shape(args[int(c)])[int(d)])
+    except Exception:
+        return 0
+
+
+class _KeyBlockWatch:
+    """Watches the arrays the learner's own frames hold (their local variables, at every line):
+    an array with an axis of all ``n_k`` keys and none of the feature sizes (d_k, d_v) is a row
+    of scores or weights over every key at once, which a computation over blocks of
+    block_size keys never holds (the keys' own copies, (n_k, d_k) and (n_k, d_v), and k.T have
+    a feature axis). The first such shape is kept."""
+
+    def __init__(self, n_k: int, other: set):
+        self.n_k, self.other = n_k, other
+        self.seen = None
+        self._previous = None
+
+    def _look(self, frame):
+        for value in list(frame.f_locals.values()):
+            # scores and weights are real numbers: an index array (np.arange(n_k)) or a
+            # boolean one over the keys is no row of scores
+            if isinstance(value, np.ndarray) and value.ndim >= 1 and value.dtype.kind in "fc":
+                shape = value.shape
+                if self.n_k in shape and not any(s in self.other for s in shape):
+                    self.seen = tuple(int(s) for s in shape)
+                    return
+
+    def _local(self, frame, event, arg):
+        if self.seen is None and event in ("line", "return"):
+            self._look(frame)
+        return self._local if self.seen is None else None
+
+    def _global(self, frame, event, arg):
+        if event == "call" and self.seen is None and _is_learner_frame(frame):
+            return self._local
+        return None
+
+    def __enter__(self):
+        self._previous = sys.gettrace()
+        sys.settrace(self._global)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(self._previous)
+        return False
+
+
 def _peak_call(call, fn, given, limit):
     """``call(fn, given)`` with the memory it allocates traced (NumPy's arrays included):
     ``(value, peak bytes above what was held before)``."""
@@ -273,12 +352,36 @@ def run_cases(
             given = copy_args(args)
             res = CaseResult()
             limit = _limit_bytes(limits, args)
+            blocks = _key_block_sizes(limits, args)
             try:
-                if limit is None:
+                if blocks is not None:
+                    with _KeyBlockWatch(*blocks) as watch:
+                        if limit is None:
+                            res.value = call(fn, given)
+                        else:
+                            res.value, peak = _peak_call(call, fn, given, limit)
+                    whole = _whole_matrix(limits, args)
+                    if watch.seen is not None and whole and int(np.prod(watch.seen)) >= whole:
+                        res.value, limit = None, None  # the whole score matrix, in one array
+                        res.raised = (
+                            LIMIT_ERROR,
+                            f"the call held an array of shape {watch.seen}, the whole "
+                            "n_q x n_k score matrix (or more) at once, which the question forbids",
+                        )
+                    elif watch.seen is not None:
+                        res.value = None
+                        res.raised = (
+                            BLOCKS_ERROR,
+                            f"the call held an array of shape {watch.seen}, with an axis of all "
+                            f"{blocks[0]} keys at once (scores or weights over every key), "
+                            "where the question asks for blocks of block_size keys",
+                        )
+                        limit = None
+                elif limit is None:
                     res.value = call(fn, given)
                 else:
                     res.value, peak = _peak_call(call, fn, given, limit)
-                    if peak > limit:
+                    if limit is not None and peak > limit:
                         res.value = None
                         res.raised = (
                             LIMIT_ERROR,
