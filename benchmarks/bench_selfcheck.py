@@ -122,7 +122,8 @@ def run(args, blas) -> list[Row]:
 
 def battery_rows() -> list[Row]:
     """The independent batteries of ``tests/lesson_battery/`` (every ``battery_*.py``, found by
-    name), per battery and per exercise: hinted (target >= 90 %), wrong-cause (target 0),
+    name), per battery and per exercise: hinted (target >= 90 %; in brackets the strict figure,
+    where the question's generic hint alone does not count: see harness.py), wrong-cause (target 0),
     wrong-pass and false-reject (both must be 0; ``tests/test_lesson_battery.py`` asserts it)."""
     import importlib
 
@@ -140,9 +141,11 @@ def battery_rows() -> list[Row]:
             rows.append(
                 Row(
                     SECTION,
-                    f"{name}, exercise {ex}: hinted / wrong-cause / wrong-pass / false-reject",
-                    f"{s['hinted']:.1%} / {s['wrong_cause']:.1%} / {s['wrong_pass']:.1%} / "
-                    f"{s['false_reject']:.1%} ({s['wrong']} wrong, {s['right']} right)",
+                    f"{name}, exercise {ex}: hinted (strict) / wrong-cause / wrong-pass / "
+                    "false-reject",
+                    f"{s['hinted']:.1%} ({s['strict']:.1%}) / {s['wrong_cause']:.1%} / "
+                    f"{s['wrong_pass']:.1%} / {s['false_reject']:.1%} "
+                    f"({s['wrong']} wrong, {s['right']} right)",
                     ">= 90 % / 0 / 0 / 0",
                     judged(ok),
                     {
@@ -151,6 +154,7 @@ def battery_rows() -> list[Row]:
                             "wrong",
                             "right",
                             "hinted",
+                            "strict",
                             "wrong_cause",
                             "wrong_pass",
                             "unhinted",

@@ -12,6 +12,12 @@ the failure to a specific slip, and leaves it ``None`` when it only reports the 
 fails); a judge without that field is taken to name a cause whenever it gives a hint.
 
 For a right answer the outcome is ``passed`` or ``false-reject``.
+
+A stricter reading of ``hinted`` is reported beside it: ``strict`` counts a wrong answer as
+hinted only when a cause pattern matches the feedback *without* the question's own generic
+hint (the recipe every failing answer to that question is shown, e.g. "Q @ K.T / sqrt(d_k)").
+A pattern that only matches the recipe does not show that the feedback named this answer's
+cause (battery C's writer found 62 such matches), so ``strict`` is the figure to trust.
 """
 
 from __future__ import annotations
@@ -48,10 +54,28 @@ class Outcome:
     outcome: str
     status: str
     feedback: str
+    strict: bool = False  # hinted by the feedback without the question's generic hint
 
 
 def feedback_text(verdict: dict) -> str:
     parts = [verdict.get("message"), verdict.get("hint"), verdict.get("cause")]
+    return " | ".join(str(p) for p in parts if p)
+
+
+def _generic_hint(grade_id: str) -> str:
+    """The question's own hint, shown to every failing answer (from the self-check data)."""
+    from mha_helpers.grading.selfcheck import check
+
+    return str(check._load_data().get(grade_id, {}).get("hint") or "")
+
+
+def specific_text(grade_id: str, verdict: dict) -> str:
+    """The feedback without the question's generic hint: what was said of this answer."""
+    generic = _generic_hint(grade_id)
+    hint = str(verdict.get("hint") or "")
+    if generic:
+        hint = hint.replace(generic, " ")
+    parts = [verdict.get("message"), hint, verdict.get("cause")]
     return " | ".join(str(p) for p in parts if p)
 
 
@@ -79,9 +103,12 @@ def run_entry(entry: Wrong | Right) -> Outcome:
         warnings.simplefilter("ignore")
         answer = build(entry)
         verdict = self_check(entry.grade_id, answer)
-    return Outcome(
-        entry, classify(entry, verdict), str(verdict.get("status")), feedback_text(verdict)
+    outcome = classify(entry, verdict)
+    strict = outcome == "hinted" and any(
+        re.search(c, specific_text(entry.grade_id, verdict), flags=re.IGNORECASE)
+        for c in entry.causes
     )
+    return Outcome(entry, outcome, str(verdict.get("status")), feedback_text(verdict), strict)
 
 
 def run(entries) -> list[Outcome]:
@@ -105,6 +132,7 @@ def rates(outcomes: list[Outcome]) -> dict:
             "wrong": len(wrong),
             "right": len(right),
             "hinted": count["hinted"] / n,
+            "strict": sum(o.strict for o in wrong) / n,
             "wrong_cause": count["wrong-cause"] / n,
             "wrong_pass": count["wrong-pass"] / n,
             "unhinted": count["unhinted"] / n,
@@ -124,10 +152,11 @@ def rates(outcomes: list[Outcome]) -> dict:
 def table(outcomes: list[Outcome]) -> str:
     """The rates as a small text table (for ``make bench`` and ``pytest -s``)."""
     r = rates(outcomes)
-    lines = ["exercise  wrong  hinted  wrong-cause  wrong-pass  right  false-reject"]
+    lines = ["exercise  wrong  hinted  strict  wrong-cause  wrong-pass  right  false-reject"]
     for ex, s in [*r["by_exercise"].items(), ("all", r["all"])]:
         lines.append(
-            f"{ex:>8}  {s['wrong']:>5}  {s['hinted']:>6.1%}  {s['wrong_cause']:>11.1%}  "
+            f"{ex:>8}  {s['wrong']:>5}  {s['hinted']:>6.1%}  {s['strict']:>6.1%}  "
+            f"{s['wrong_cause']:>11.1%}  "
             f"{s['wrong_pass']:>10.1%}  {s['right']:>5}  {s['false_reject']:>12.1%}"
         )
     return "\n".join(lines)
