@@ -316,6 +316,9 @@ def replace_fontawesome(app, exception) -> None:
         "}",
         # The theme's stylesheet would also draw each icon as a glyph of a 112 KB web font.
         ".fa-solid::before, .fa-regular::before, .fa-brands::before { content: none !important; }",
+        # ...and an empty element in that font still makes Chromium download it.
+        ".fa-solid, .fa-regular, .fa-brands, .fa, .fas, .far, .fab, .fa-solid::before,"
+        " .fa-regular::before, .fa-brands::before { font-family: inherit !important; }",
         ".fa-fw { width: 1.25em; }",
         ".fa-lg { font-size: 1.25em; vertical-align: -0.2em; }",
     ]
@@ -327,6 +330,17 @@ def replace_fontawesome(app, exception) -> None:
         svg = f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {w} {h}'><path d='{path}'/></svg>"
         uri = "data:image/svg+xml," + urllib.parse.quote(svg, safe=" =:/'.,-")
         rules.append(f'.fa-{name} {{ --mha-icon: url("{uri}"); }}')
+    # Each page only what it uses: KaTeX where there is math, the search scripts on the search
+    # page, the theme's stylesheets without rules for what the site never has, and the icons
+    # those stylesheets draw with Font Awesome's web font as masks (site_src/slim_pages.py).
+    sys.path.insert(0, str(HERE))
+    try:
+        from slim_pages import slim_site
+    finally:
+        sys.path.remove(str(HERE))
+    script_path.unlink()  # its words (every icon's name) must not count as the site's classes
+    slimmed = slim_site(out, script, search_as_you_type=False)
+    rules += slimmed["icon_rules"]
     (out / "_static" / ICONS_CSS).write_text("\n".join(rules) + "\n", encoding="utf-8")
     for page in pages:
         text = page.read_text(encoding="utf-8")
@@ -339,7 +353,23 @@ def replace_fontawesome(app, exception) -> None:
         (out / "_static" / "scripts" / leftover).unlink(missing_ok=True)
 
 
+def forget_slimmed_css(app) -> None:
+    """The stylesheets slimmed by the last build go, so Sphinx and myst-nb copy them afresh
+    (myst-nb refuses to overwrite a file it did not write)."""
+    sys.path.insert(0, str(HERE))
+    try:
+        from slim_pages import PURGED_CSS, PURGED_CSS_GLOB
+    finally:
+        sys.path.remove(str(HERE))
+    static = Path(app.outdir) / "_static"
+    for sheet in [static / p for p in PURGED_CSS] + [
+        p for pattern in PURGED_CSS_GLOB for p in static.glob(pattern)
+    ]:
+        sheet.unlink(missing_ok=True)
+
+
 def setup(app):
+    app.connect("builder-inited", forget_slimmed_css)
     app.connect("html-page-context", add_launch_box)
     app.connect("html-page-context", name_toggles_by_their_text)
     app.connect("html-page-context", add_run_buttons, priority=600)  # after the theme's
