@@ -890,6 +890,79 @@ def test_search_results_have_excerpts(browser, base_url, built_site, how):
         context.close()
 
 
+VISIBLE_SEARCH = """() => [...document.querySelectorAll(
+        'input[type=search], .search-button__button')]
+    .filter(e => e.checkVisibility({visibilityProperty: true}) && e.getBoundingClientRect().width > 0)
+    .map(e => e.outerHTML.slice(0, 80))"""
+# Bands across the page above the article (the theme's top navbar was one, empty but for a
+# second search field): none may show.
+HEADER_BANDS = """() => [...document.querySelectorAll('#pst-header, .bd-header, .navbar')]
+    .filter(e => e.getBoundingClientRect().height > 0 && e.checkVisibility())
+    .map(e => e.className)"""
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["375px", "1280px"])
+def test_one_search_field_per_page_and_no_empty_search_band(browser, base_url, viewport):
+    """Issue 35: three search boxes on the search page, and a second empty search band. The
+    search page shows its own field only; every other page one search button; no page a band."""
+    r = Reader(browser, base_url, viewport)
+    try:
+        for path in ["search.html", "index.html", _page(LESSONS[2]), _page(EXERCISES[0])]:
+            page = r.open(path)
+            found = page.evaluate(VISIBLE_SEARCH)
+            assert len(found) == 1, f"{path} at {viewport['width']} px: {found}"
+            if path == "search.html":
+                assert found[0].startswith("<input"), found
+            assert not page.evaluate(HEADER_BANDS), f"{path}: {page.evaluate(HEADER_BANDS)}"
+        assert not r.problems, r.problems
+    finally:
+        r.close()
+
+
+CHROME_WORDS = [
+    "Run this lesson",
+    "Do this exercise",
+    "System Settings",
+    "Light Dark",
+    "Open in your JupyterLab",
+    "Run or download",
+    "Show code cell",
+    "Skip to main content",
+]
+
+
+@pytest.mark.parametrize("how", ["served", "file"])
+def test_search_excerpts_show_the_matched_text_not_page_chrome(browser, base_url, built_site, how):
+    """Each excerpt comes from what the page says: no run box, header menu or theme switcher
+    text (mha_search_offline.js, search_offline.py), and the word searched for is in it."""
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        for query in ["heads", "lesson"]:
+            page = context.new_page()
+            url = (
+                f"{base_url}/search.html?q={query}"
+                if how == "served"
+                else (built_site / "search.html").as_uri() + f"?q={query}"
+            )
+            page.goto(url)
+            page.locator("#search-results li").first.wait_for(timeout=20_000)
+            page.wait_for_function(
+                "() => document.querySelectorAll('#search-results li p.context').length"
+                " === document.querySelectorAll('#search-results li').length",
+                timeout=20_000,
+            )
+            excerpts = page.locator("#search-results li p.context").all_inner_texts()
+            assert len(excerpts) >= 5, excerpts
+            chrome = [(w, e[:120]) for e in excerpts for w in CHROME_WORDS if w in e]
+            assert not chrome, f"{how}, {query!r}: page chrome in excerpts: {chrome[:3]}"
+            stem = query.rstrip("s")
+            without = [e[:100] for e in excerpts if stem not in e.lower()]
+            assert not without, f"{how}, {query!r}: excerpts without the word: {without[:3]}"
+            page.close()
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("lesson", ["02_heads", "04_cost", "05_variants"])
 def test_explorer_pictures_fit_with_no_empty_box_after_them(reader, lesson):
     page = reader.open(f"notebooks/{lesson}.html")
