@@ -1161,3 +1161,42 @@ def test_every_figure_cell_has_alt_text_that_says_what_it_shows(notebook):
         else:
             seen[alt] = i
     assert not problems, f"{notebook.relative_to(ROOT)}:\n" + "\n".join(problems)
+
+
+EXERCISE_TITLE = re.compile(r"^Exercise (\d\d) · [A-Z]\S*( \S+)*$")
+LESSON_TITLE = re.compile(r"^(\d\d) · [A-Z]\S*( \S+)*$")
+
+
+def test_exercise_and_lesson_titles_follow_one_pattern():
+    """Issue 35: "Exercises 02 · Heads" beside "Exercise 04: what heads cost". Every exercise,
+    instructor and student copy, is titled "Exercise NN · Title" with its own number (the title
+    the sidebar, the exercises index and the page show), every lesson "NN · Title"."""
+    solutions = sorted((ROOT / "solutions").glob(site_build.LESSON_GLOB))
+    assert solutions and EXERCISES
+    for notebook in solutions + EXERCISES:
+        title = site_build.notebook_title(notebook)
+        m = EXERCISE_TITLE.match(title)
+        assert m and m.group(1) == notebook.name[:2], f"{notebook}: {title!r}"
+    for notebook in LESSONS:
+        title = site_build.notebook_title(notebook)
+        m = LESSON_TITLE.match(title)
+        assert m and m.group(1) == notebook.name[:2], f"{notebook}: {title!r}"
+    student = {p.name: site_build.notebook_title(p) for p in EXERCISES}
+    assert student == {p.name: site_build.notebook_title(p) for p in solutions}
+
+
+def test_readme_links_follow_the_repository_setting():
+    """The README's badges and install line are written by hand: each Binder, Colab and GitHub
+    address in it must be the one built from ``[project.urls] Repository`` (the website's links
+    use the same functions), so a fork that changes pyproject.toml and not the README fails."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    url, _ = site_build.repository_url()
+    start = "notebooks/00_start_here.ipynb"
+    binders = re.findall(r"https://mybinder\.org/[^\s)\"'>]+", readme)
+    colabs = re.findall(r"https://colab\.research\.google\.com/[^\s)\"'>]+", readme)
+    assert binders and colabs, "the README has no Binder or Colab badge"
+    assert set(binders) == {site_build.binder_url(url, start)}, binders
+    assert set(colabs) == {site_build.colab_url(url, start)}, colabs
+    slug = urllib.parse.urlsplit(url).path.strip("/")
+    for owner_repo in re.findall(r"github\.com/([\w.-]+/mha-course)\b", readme):
+        assert owner_repo == slug, f"README names github.com/{owner_repo}, pyproject {url}"
