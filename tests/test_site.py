@@ -1080,6 +1080,16 @@ def test_the_note_icon_is_drawn_without_the_icon_font(reader):
     assert icon["mask"].startswith('url("data:image/svg+xml'), icon
     assert icon["content"] == '""' and "Awesome" not in icon["font"], icon
     assert icon["w"] not in ("0px", "auto"), icon
+    # Every icon the page shows is a mask (an <i class="fas ..."> without one drew a missing
+    # glyph once the font was gone), its ::before draws no glyph.
+    bare = page.evaluate(
+        """() => [...document.querySelectorAll('[class*="fa-"]')]
+        .filter(i => i.checkVisibility() && i.getBoundingClientRect().width > 0)
+        .filter(i => !getComputedStyle(i).maskImage.startsWith('url(')
+                     || !['none', 'normal'].includes(getComputedStyle(i, '::before').content))
+        .map(i => i.className)"""
+    )
+    assert not bare, f"icons not drawn as masks: {bare}"
 
 
 def test_the_css_purge_keeps_what_may_match_and_drops_the_rest():
