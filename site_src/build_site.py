@@ -577,6 +577,7 @@ SCREENSHOT_PAGES = {
     SCREENSHOT_PAGE: ".mha-static-explorer",
     "notebooks/05_variants.html": ".mha-static-explorer",
     "exercises/06_what_heads_learn.html": ".katex-display",
+    "search.html?q=softmax": None,  # one search field, excerpts of the pages' text
 }
 
 
@@ -616,6 +617,10 @@ def screenshots(site: Path, folder: Path, pages: dict | None = None) -> list[Pat
                     tab = ctx.new_page()
                     tab.goto(f"{base}/{page}", wait_until="networkidle")
                     tab.wait_for_function("document.fonts.status === 'loaded'")
+                    if "?q=" in page:  # the search results and their excerpts
+                        tab.wait_for_function(
+                            "document.querySelectorAll('#search-results li p.context').length > 2"
+                        )
                     if anchor:
                         tab.evaluate(
                             """s => { const e = document.querySelector(s);
@@ -623,7 +628,7 @@ def screenshots(site: Path, folder: Path, pages: dict | None = None) -> list[Pat
                             anchor,
                         )
                     tab.wait_for_timeout(300)
-                    name = page.removesuffix(".html").replace("/", "-")
+                    name = page.split("?")[0].removesuffix(".html").replace("/", "-")
                     target = folder / f"site-{name}-{size}-{theme}.png"
                     target.parent.mkdir(parents=True, exist_ok=True)
                     tab.screenshot(path=str(target))

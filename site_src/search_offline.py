@@ -15,7 +15,13 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-DROP = {"script", "style", "svg", "math", "button", "nav", "form", "template", "noscript"}
+DROP = {"script", "style", "svg", "math", "button", "nav", "form", "template", "noscript",
+        "summary"}  # fmt: skip
+# Page chrome inside <main>: the header's buttons and menus, the run box, previous/next links
+# (mha_search_offline.js drops the same when the site is served).
+CHROME_CLASSES = {"headerlink", "bd-header-article", "mha-launch", "prev-next-area",
+                  "bd-footer-article", "bd-footer-content"}  # fmt: skip
+CHROME_IDS = {"jb-print-docs-body"}  # the title and contents list printed pages get
 KEEP_IDS = {"section", "div", "span", "p", "h1", "h2", "h3", "h4", "h5", "h6", "dl", "dt"}
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}  # fmt: skip
@@ -41,7 +47,8 @@ class _MainText(HTMLParser):
         if tag in VOID:
             return
         self.depth += 1
-        if self.drop or tag in DROP or "headerlink" in (attrs.get("class") or ""):
+        classes = set((attrs.get("class") or "").split())
+        if self.drop or tag in DROP or CHROME_CLASSES & classes or attrs.get("id") in CHROME_IDS:
             self.drop += 1
             self.stack.append(False)
             return

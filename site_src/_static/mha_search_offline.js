@@ -35,3 +35,25 @@
     });
   };
 })();
+
+/* Search excerpts show what the page says, never its chrome (issue 35): Sphinx cuts each excerpt
+   from the text of the page's <main>, which also holds the header's buttons and menus ("System
+   Settings Light Dark", the contents), the run box ("Run this lesson...") and the links to the
+   previous and next pages. Those are taken out before Sphinx reads the text. */
+(() => {
+  const CHROME = [
+    ".bd-header-article", ".mha-launch", ".prev-next-area", ".bd-footer-article",
+    ".bd-footer-content", "#jb-print-docs-body", "nav", "summary", "button", "form",
+    ".headerlink",
+  ].join(", ");
+  document.addEventListener("DOMContentLoaded", () => {
+    if (typeof Search === "undefined" || !Search.htmlToText) return;
+    const original = Search.htmlToText;
+    Search.htmlToText = (htmlString, anchor) => {
+      const doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(CHROME).forEach((element) => element.remove());
+      // Runs of white space (the HTML's indentation) would use up the excerpt's 240 characters.
+      return original(doc.documentElement.outerHTML, anchor).replace(/\s+/g, " ").trim();
+    };
+  });
+})();
