@@ -663,8 +663,12 @@ def axe_installed():
 READ_PAGES = ["index.html", *(_page(p) for p in LESSONS + EXERCISES + DOCS)]
 
 
+AXE_PARTS = 3  # the pages in three parts per theme, so test workers share the slowest test
+
+
+@pytest.mark.parametrize("part", range(AXE_PARTS))
 @pytest.mark.parametrize("theme", THEMES)
-def test_axe_finds_no_violation_on_any_page(browser, base_url, axe_installed, theme):
+def test_axe_finds_no_violation_on_any_page(browser, base_url, axe_installed, theme, part):
     """axe-core on the home page, the search page and every lesson, exercise and guide, in the
     light and in the dark theme: every rule that applies to WCAG 2.0/2.1 A and AA, and 2.5.3's
     experimental label-in-name rule, in both themes (issue 35: the dark run had checked only
@@ -675,7 +679,7 @@ def test_axe_finds_no_violation_on_any_page(browser, base_url, axe_installed, th
     extra = {"rules": {"label-content-name-mismatch": {"enabled": True}}}
     found, counts = [], {}
     try:
-        for path in [*READ_PAGES, "search.html", "exercises/index.html"]:
+        for path in [*READ_PAGES, "search.html", "exercises/index.html"][part::AXE_PARTS]:
             page = _open_themed(r, path, theme)
             result = _axe(
                 page, {"runOnly": rules, "resultTypes": ["violations", "passes"], **extra}
@@ -690,7 +694,7 @@ def test_axe_finds_no_violation_on_any_page(browser, base_url, axe_installed, th
                     f"{path}: {v['id']} ({v['impact']}, {len(v['nodes'])}x) e.g. "
                     f"{node['target']}: {node.get('failureSummary', '')[:200]}"
                 )
-        print(f"axe, {theme} theme, {len(READ_PAGES)} pages: {counts or 'no violations'}")
+        print(f"axe, {theme} theme, part {part + 1} of {AXE_PARTS}: {counts or 'no violations'}")
         assert not found, "\n".join(found[:20])
     finally:
         r.close()
