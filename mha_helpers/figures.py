@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import html as _html
 import io
+import math
 import re
 import struct
 
@@ -284,6 +285,16 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+def _min_width(width: int) -> int:
+    """The narrowest a picture ``width`` pixels wide may be shown with its smallest text still
+    9 px (the course style's smallest size at its dpi): on a phone a wide panel scrolls
+    sideways inside its output rather than shrinking below that."""
+    from .plots import COURSE_STYLE, SMALLEST_TEXT_PT
+
+    px = SMALLEST_TEXT_PT * COURSE_STYLE["figure.dpi"] / 72
+    return min(width, math.ceil(width * 9.0 / px))
+
+
 def site_figure_html(text: str, alt: str, write) -> str:
     """The website's version of a figure's HTML view: every picture a file of its own
     (``write(png_bytes, "light"|"dark") -> url``), loaded lazily so the hidden variant is never
@@ -304,7 +315,8 @@ def site_figure_html(text: str, alt: str, write) -> str:
             a = alt if k == 0 else f"Panel {k + 1} of {n} of the figure above ({own_alt})"
             parts.append(
                 f'<img class="mha-{variant}" src="{write(png, variant)}" width="{w}" '
-                f'height="{h}" loading="lazy" alt="{a if k else _html.escape(a, quote=True)}">'
+                f'height="{h}" loading="lazy" style="min-width:{_min_width(w)}px" '
+                f'alt="{a if k else _html.escape(a, quote=True)}">'
             )
         parts.append("</span>")
     parts.append("</div></div>")
