@@ -166,41 +166,66 @@ def panels(fig) -> list[list]:
     return [groups[id(ax)] for ax in main]
 
 
-def _png(fig, bbox) -> bytes:
-    """The picture as a 256-colour PNG: about a third of matplotlib's RGBA PNG in bytes (two
-    pictures of every figure are stored and the website sends one), with no visible change."""
+def _small_png(image) -> bytes:
+    """A 256-colour PNG: about a third of matplotlib's RGBA PNG in bytes (two pictures of every
+    figure are stored and the website sends one), with no visible change."""
+    out = io.BytesIO()
+    image.convert("RGB").quantize(colors=256).save(out, "PNG", optimize=True)
+    return out.getvalue()
+
+
+def _whole(fig) -> bytes:
     from PIL import Image  # matplotlib's own dependency
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches=bbox, pad_inches=0.06, facecolor=fig.get_facecolor())
+    fig.savefig(buf, format="png", bbox_inches="tight", facecolor=fig.get_facecolor())
     buf.seek(0)
-    small = io.BytesIO()
-    Image.open(buf).convert("RGB").quantize(colors=256).save(small, "PNG", optimize=True)
-    return small.getvalue()
+    return _small_png(Image.open(buf))
+
+
+def _cut(fig, groups) -> list[bytes]:
+    """Draw the figure once and cut the panels out of that very drawing, where they were
+    measured (a layout engine may move them a little at each drawing, and saving with a crop
+    box would lay the figure out again)."""
+    from matplotlib.transforms import Bbox
+    from PIL import Image
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [Bbox.union([ax.get_tightbbox(renderer) for ax in group]) for group in groups]
+    full = Image.fromarray(__import__("numpy").asarray(fig.canvas.buffer_rgba()))
+    height = full.height
+    pad = 6
+    return [
+        _small_png(
+            full.crop(
+                (
+                    max(0, int(b.x0) - pad),
+                    max(0, int(height - b.y1) - pad),
+                    min(full.width, int(b.x1 + 1) + pad),
+                    min(height, int(height - b.y0 + 1) + pad),
+                )
+            )
+        )
+        for b in boxes
+    ]
 
 
 def render_panels(fig) -> tuple[list[tuple[bytes, bytes]], str]:
     """``([(light_png, dark_png) per panel], title)``: the title is the figure's suptitle when
     the figure is cut into panels (it becomes text above them), else ``""``."""
-    from matplotlib.transforms import Bbox
-
     groups = panels(fig)
-    title = ""
     if len(groups) == 1:
-        boxes = ["tight"]
-    else:
-        fig.canvas.draw()
-        renderer = fig.canvas.get_renderer()
-        sup = getattr(fig, "_suptitle", None)
-        if sup is not None and sup.get_text():
-            title = sup.get_text()
-        boxes = []
-        for group in groups:
-            b = Bbox.union([ax.get_tightbbox(renderer) for ax in group])
-            boxes.append(b.transformed(fig.dpi_scale_trans.inverted()))
-    light = [_png(fig, b) for b in boxes]
+        light = [_whole(fig)]
+        with _Recolour(fig):
+            dark = [_whole(fig)]
+        return list(zip(light, dark)), ""
+    sup = getattr(fig, "_suptitle", None)
+    title = sup.get_text() if sup is not None else ""
+    light = _cut(fig, groups)
     with _Recolour(fig):
-        dark = [_png(fig, b) for b in boxes]
+        dark = _cut(fig, groups)
+    fig.canvas.draw()  # as it was, for whatever draws it next
     return list(zip(light, dark)), title
 
 

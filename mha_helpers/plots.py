@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .figures import DARK_BACKGROUND, KEEP_INK, figure_html, site_figure_html
+from .figures import register as _register_figure_html
+
 __all__ = [
     "plot_attention",
     "plot_heads",
@@ -29,10 +32,6 @@ __all__ = [
 ]
 
 CMAP = "cividis"
-
-from .figures import DARK_BACKGROUND, KEEP_INK, site_figure_html  # noqa: E402
-from .figures import figure_html  # noqa: E402
-from .figures import register as _register_figure_html  # noqa: E402
 
 #: The course's matplotlib style. A lesson's widest figures (three heatmaps side by side, about
 #: 14 inches at 100 dpi) are shown at about 65 % in the website's column at 1280 px and about

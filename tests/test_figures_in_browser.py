@@ -23,7 +23,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from test_browser import CHROMIUM_ARGS, TOKEN, _chromium_path, _free_port, _skip_or_fail, _stop
 from test_site import _luminance_and_contrast
 
@@ -62,7 +61,9 @@ def lab(tmp_path_factory):
         (tmp / "user" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / "user" / name).write_text(text)
     (tmp / "app").mkdir()
-    subprocess.run(["sh", str(ROOT / "postBuild"), str(tmp / "app")], check=True, capture_output=True)
+    subprocess.run(
+        ["sh", str(ROOT / "postBuild"), str(tmp / "app")], check=True, capture_output=True
+    )
     env = dict(
         os.environ,
         JUPYTERLAB_SETTINGS_DIR=str(tmp / "user"),

@@ -944,7 +944,9 @@ def _luminance_and_contrast(png: bytes) -> tuple[float, float, float]:
     rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float) / 255
     lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
     lum = lin @ np.array([0.2126, 0.7152, 0.0722])
-    edge = np.concatenate([lum[:3].ravel(), lum[-3:].ravel(), lum[:, :3].ravel(), lum[:, -3:].ravel()])
+    edge = np.concatenate(
+        [lum[:3].ravel(), lum[-3:].ravel(), lum[:, :3].ravel(), lum[:, -3:].ravel()]
+    )
     background = float(np.median(edge))  # a figure's margin is its background
     ink = np.quantile(lum, 0.01) if background > 0.5 else np.quantile(lum, 0.99)
     hi, lo = max(background, ink), min(background, ink)
@@ -982,9 +984,11 @@ def test_figure_text_is_at_least_9_px_as_shown_and_follows_the_theme(browser, ba
             if first.count():
                 first.scroll_into_view_if_needed()
                 measured.append((notebook.stem, *_luminance_and_contrast(first.screenshot())))
-        print(f"{theme}: {seen} pictures; first figure of each lesson (mean luminance, "
-              "background's, contrast):",
-              ", ".join(f"{n[:2]} {m:.2f} {b:.2f} {c:.1f}:1" for n, m, b, c in measured))
+        print(
+            f"{theme}: {seen} pictures; first figure of each lesson (mean luminance, "
+            "background's, contrast):",
+            ", ".join(f"{n[:2]} {m:.2f} {b:.2f} {c:.1f}:1" for n, m, b, c in measured),
+        )
         assert seen > 20, f"only {seen} figures seen"
         assert not small, f"figure text under 9 px as shown: {small[:5]}"
         assert not wrong, f"the other theme's picture, or a dimmed one, is shown: {wrong[:5]}"
