@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .figures import DARK_BACKGROUND, KEEP_INK, figure_html, site_figure_html
+from .figures import register as _register_figure_html
+
 __all__ = [
     "plot_attention",
     "plot_heads",
@@ -23,6 +26,9 @@ __all__ = [
     "CMAP",
     "COURSE_STYLE",
     "use_course_style",
+    "figure_html",
+    "site_figure_html",
+    "DARK_BACKGROUND",
 ]
 
 CMAP = "cividis"
@@ -31,8 +37,8 @@ CMAP = "cividis"
 #: 14 inches at 100 dpi) are shown at about 65 % in the website's column at 1280 px and about
 #: 90 % in JupyterLab at 1366 px; at matplotlib's default sizes their tick labels came out at
 #: 6 px. With these sizes the smallest text (tick labels, 11 pt = 15 px in the PNG) is at least
-#: 9 px as displayed in both (checked in tests/test_site.py). Figures keep their white
-#: background: the website shows them undimmed on it in its dark theme, as JupyterLab does.
+#: 9 px as displayed in both (checked in tests/test_site.py). In a notebook each figure is also
+#: drawn in a dark variant and cut into one picture per panel (mha_helpers/figures.py).
 COURSE_STYLE = {
     "font.size": 12.0,
     "axes.titlesize": 13.0,
@@ -60,6 +66,7 @@ def use_course_style() -> None:
     import matplotlib
 
     matplotlib.rcParams.update(COURSE_STYLE)
+    _register_figure_html()
 
 
 def plot_attention(
@@ -111,6 +118,7 @@ def plot_attention(
                     ha="center",
                     va="center",
                     fontsize=ANNOTATION_PT,
+                    gid=KEEP_INK,  # chosen for the cell's colour: the dark variant keeps it
                     color=ink_for(cmap(float(np.clip(w, 0.0, 1.0)))),  # the higher contrast
                 )
     if colorbar:
@@ -614,6 +622,7 @@ def plot_layer_diagram(d_model: int, num_heads: int, n: int | None = None, ax=No
                 it.text,
                 fontsize=it.size,
                 color=it.colour,
+                gid=None if it.colour == _INK else KEEP_INK,  # ink chosen for a block's colour
                 ha={"start": "left", "middle": "center", "end": "right"}[it.anchor],
                 va="baseline",
                 fontweight="bold" if it.bold else "normal",

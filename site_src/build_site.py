@@ -307,6 +307,37 @@ def _only_a_widget(output) -> bool:
     )
 
 
+FIGURES = "figures"  # beside the staged sources; copied to _images/mha/ in the site
+FIGURE_URL = "../_images/mha/"  # from a lesson's or an exercise's page
+
+
+def _figure_files(cell, folder: Path, written: set) -> bool:
+    """A figure's HTML view (mha_helpers/figures.py) holds its pictures inline, light and dark:
+    on the site each becomes a file, loaded lazily (the hidden variant is never fetched), with
+    the cell's alt text."""
+    import hashlib
+
+    from mha_helpers.figures import is_figure_html, site_figure_html
+
+    alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
+    changed = False
+    for out in cell.get("outputs", []):
+        text = "".join(out.get("data", {}).get("text/html", ""))
+        if not is_figure_html(text):
+            continue
+
+        def write(png: bytes, variant: str) -> str:
+            name = f"{hashlib.sha256(png).hexdigest()[:16]}-{variant}.png"
+            if not (folder / name).is_file():
+                (folder / name).write_bytes(png)
+            written.add(name)
+            return FIGURE_URL + name
+
+        out["data"]["text/html"] = site_figure_html(text, alt or "A figure of the lesson", write)
+        changed = True
+    return changed
+
+
 def stage(dest: Path, root: Path = ROOT) -> dict:
     """Lay out the Sphinx source folder; returns what went in."""
     import nbformat
@@ -322,6 +353,8 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
     }
     staged |= {"index.md", "exercises/index.md"}
     repo_url = repository_url(root / "pyproject.toml")[0]
+    figures, written = dest.parent / FIGURES, set()
+    figures.mkdir(parents=True, exist_ok=True)
     for src in lesson_files + exercise_files:
         target = dest / src.parent.name / src.name
         nb = nbformat.read(src, as_version=4)
@@ -336,6 +369,7 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
                 cell.metadata["tags"] = [*tags, "hide-input"]
                 changed = True
             outputs = cell.get("outputs", [])
+            changed |= _figure_files(cell, figures, written)
             kept = [o for o in outputs if not _only_a_widget(o)]
             if len(kept) != len(outputs):
                 # A live widget's output: a page cannot run it, and what myst-nb would draw in
@@ -371,6 +405,8 @@ def stage(dest: Path, root: Path = ROOT) -> dict:
     wanted.add(dest / "index.md")
     for old in [p for p in dest.rglob("*") if p.is_file() and p not in wanted]:
         old.unlink()  # a lesson renamed or removed must not linger on the site
+    for old in [p for p in figures.iterdir() if p.name not in written]:
+        old.unlink()
     return {"lessons": lesson_files, "exercises": exercise_files, "docs": doc_files}
 
 
@@ -465,6 +501,7 @@ def build(
             f"the site did not build (sphinx-build exited {code}; see the messages above)"
         )
     manifest.write_text(pages)
+    shutil.copytree(work / FIGURES, html / "_images" / "mha", dirs_exist_ok=True)
     if out.resolve() != html.resolve():
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(html, out, ignore=shutil.ignore_patterns(".buildinfo", ".doctrees"))

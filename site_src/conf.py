@@ -66,7 +66,7 @@ myst_heading_anchors = 3
 katex_css_path = "katex/katex.min.css"  # in html_static_path; its fonts sit beside it
 html_static_path = ["_static"]
 templates_path = ["_templates"]  # layout.html: no empty top navbar (see there)
-html_css_files = ["course.css"]
+html_css_files = ["course.css", "mha_figures.css"]
 html_js_files = ["mha_search_offline.js", "mha_a11y.js"]  # search_offline.py; scroll boxes
 
 # --- theme -----------------------------------------------------------------------------------

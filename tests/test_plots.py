@@ -241,3 +241,80 @@ def test_the_course_style_keeps_figure_text_readable_where_figures_are_shown():
     # Figures keep an opaque white background (the site shows them undimmed in its dark theme).
     assert matplotlib.colors.to_hex(fig.get_facecolor()) == "#ffffff"
     plt.close("all")
+
+
+# ---------------------------------------------------------------------------------------------
+# How a figure is shown: a light and a dark picture of each panel (mha_helpers/figures.py)
+# ---------------------------------------------------------------------------------------------
+
+import base64  # noqa: E402
+import io  # noqa: E402
+
+from mha_helpers import figures  # noqa: E402
+from mha_helpers.plots import ink_for  # noqa: E402
+
+
+def _pictures(html):
+    found = re.findall(r'<img class="mha-(light|dark)" alt="([^"]*)"( style="display:none")? '
+                       r'src="data:image/png;base64,([^"]+)">', html)  # fmt: skip
+    return [(v, alt, bool(hidden), base64.b64decode(d)) for v, alt, hidden, d in found]
+
+
+def _mean_rgb(png):
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float).mean() / 255
+
+
+def test_a_three_head_figure_becomes_three_panels_each_light_and_dark():
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4), layout="constrained")
+    for i, ax in enumerate(axes):
+        plot_attention(_weights(1, 4)[0], list("wxyz"), ax=ax, title=f"head {i}", colorbar=i == 2)
+    fig.suptitle("three heads")
+    before = [t.get_color() for t in fig.findobj(matplotlib.text.Text)]
+    html = fig._repr_html_()  # what IPython shows (plots.use_course_style sets it up)
+    pictures = _pictures(html)
+    assert [(v, hidden) for v, _, hidden, _ in pictures] == [("light", False), ("dark", True)] * 3
+    assert "<strong>three heads</strong>" in html  # the suptitle, as text above the panels
+    assert all("panel" in alt and "head" in alt for _, alt, _, _ in pictures)
+    light, dark = _mean_rgb(pictures[0][3]), _mean_rgb(pictures[1][3])
+    assert light > 0.35 and dark < light - 0.15, (light, dark)
+    # The figure itself is left as it was drawn: same colours, so the PNG beside it is light.
+    assert [t.get_color() for t in fig.findobj(matplotlib.text.Text)] == before
+    assert matplotlib.colors.to_hex(fig.get_facecolor()) == "#ffffff"
+    plt.close("all")
+
+
+def test_the_dark_variant_turns_black_text_light_and_keeps_the_ink_chosen_for_a_cell():
+    fig, ax = plt.subplots()
+    plot_attention(np.array([[0.9, 0.1], [0.1, 0.9]]), ["a", "b"], ax=ax, annotate=True)
+    cells = [t for t in ax.texts if t.get_gid() == figures.KEEP_INK]
+    assert len(cells) == 4
+    with figures._Recolour(fig):
+        assert matplotlib.colors.to_hex(fig.get_facecolor()) == figures.DARK_BACKGROUND
+        title = matplotlib.colors.to_rgb(ax.title.get_color())
+        assert min(title) > 0.8  # black title -> light
+        assert [t.get_color() for t in cells] == [
+            ink_for(plt.get_cmap("cividis")(w)) for w in (0.9, 0.1, 0.1, 0.9)
+        ]
+    assert matplotlib.colors.to_hex(fig.get_facecolor()) == "#ffffff"
+    plt.close("all")
+
+
+def test_a_one_plot_figure_is_one_panel_and_the_site_gets_files_with_the_cells_alt():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0], "k-")
+    ax.set_title("a line")
+    html = figures.figure_html(fig)
+    assert len(_pictures(html)) == 2
+    written = {}
+
+    def write(png, variant):
+        written[variant] = png
+        return f"../_images/mha/x-{variant}.png"
+
+    site = figures.site_figure_html(html, "A falling black line on a white ground.", write)
+    assert set(written) == {"light", "dark"}
+    assert site.count('loading="lazy"') == 2 and "base64" not in site and "<style>" not in site
+    assert site.count('alt="A falling black line on a white ground."') == 2
+    plt.close("all")
