@@ -28,17 +28,17 @@ from .common import (
     table_style,
 )
 from .live import (
-    CONTROL_WIDTH,
-    SLIDER_STYLE,
     Explorer,
+    choice_slider,
     html_box,
     int_slider,
     live_class,
     row,
-    widgets_module,
 )
 
-COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP = 64, 4096, 64
+# The d_model slider's stops: real models' widths (GPT-2's 768 to 1,600, Llama's 4,096) and the
+# powers of two between, so a 90 px drag moves a few stops (not 29 steps of 64).
+COST_D_MODEL_CHOICES = (64, 128, 256, 384, 512, 640, 768, 1024, 1280, 1600, 2048, 2560, 3072, 4096)
 COST_H_MAX = 64
 COST_NS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 
@@ -239,22 +239,13 @@ class CostExplorer(Explorer):
     kind = "cost"
 
     def __init__(self, d_model=768, h=12, n=1024):
-        W = widgets_module()
         self.summary = html_box()
         ns = sorted(set(COST_NS) | {int(n)})
         controls = {
-            "d_model": int_slider(
-                "d_model", d_model, COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP
-            ),
+            "d_model": choice_slider("d_model", d_model, COST_D_MODEL_CHOICES),
             "h": int_slider("h", h, 1, COST_H_MAX),
-            "n": W.SelectionSlider(
-                options=ns,
-                value=int(n),
-                description="n",
-                style=SLIDER_STYLE,
-                continuous_update=True,
-                layout=W.Layout(width=CONTROL_WIDTH),
-            ),
+            # Labelled in the explorers' one number format: 16,384, as in the tables.
+            "n": choice_slider("n", n, ns),
         }
         # The three sliders in one row above the two tables (they wrap in a narrow window).
         sliders = row(*controls.values())
