@@ -31,14 +31,15 @@ from .live import (
     Explorer,
     choice_slider,
     html_box,
-    int_slider,
     live_class,
     row,
 )
 
-# The d_model slider's stops: real models' widths (GPT-2's 768 to 1,600, Llama's 4,096) and the
-# powers of two between, so a 90 px drag moves a few stops (not 29 steps of 64).
-COST_D_MODEL_CHOICES = (64, 128, 256, 384, 512, 640, 768, 1024, 1280, 1600, 2048, 2560, 3072, 4096)
+# The sliders' stops, at most 11 each so a 90 px drag moves a few (issue 35; an IntSlider moved
+# 29 steps of 64): real models' widths (GPT-2's 768 to 1,280, Llama's 4,096) and powers of two;
+# head counts of real models, 5 included (768 / 5 is not whole: the not-divisible message).
+COST_D_MODEL_CHOICES = (64, 128, 256, 512, 640, 768, 1024, 1280, 2048, 3072, 4096)
+COST_H_CHOICES = (1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64)
 COST_H_MAX = 64
 COST_NS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 
@@ -95,7 +96,7 @@ def cost_view(d_model: int = 768, h: int = 12, n: int = 1024) -> CostView:
     if min(d_model, h, n) < 1:
         return CostView(d_model, h, n, False, "d_model, h and n must all be at least 1.")
     if d_model % h:
-        fits = divisors(d_model, COST_H_MAX)
+        fits = [k for k in divisors(d_model, COST_H_MAX) if k in COST_H_CHOICES]
         return CostView(
             d_model,
             h,
@@ -127,7 +128,8 @@ def _share_bar(a, b, width=56) -> str:
 _COLUMNS = {
     # key: (header, value of a CostRow as text)
     "d_head": ("d_head", lambda r: str(r.d_head)),
-    "params": ("parameters", lambda r: fmt_int(r.params)),
+    # Soft hyphens: in a 5.5em column an unbroken "parameters" spilled 8 px into its neighbour.
+    "params": ("param\u00adeters", lambda r: fmt_int(r.params)),
     # A soft hyphen: in its 5.5em column the word may break ("projec-tions"); unbroken it ran
     # into the next header ("projectionsattention").
     "projections": ("FLOPs: projec\u00adtions", lambda r: fmt_si(r.projections)),
@@ -243,7 +245,7 @@ class CostExplorer(Explorer):
         ns = sorted(set(COST_NS) | {int(n)})
         controls = {
             "d_model": choice_slider("d_model", d_model, COST_D_MODEL_CHOICES),
-            "h": int_slider("h", h, 1, COST_H_MAX),
+            "h": choice_slider("h", h, COST_H_CHOICES),
             # Labelled in the explorers' one number format: 16,384, as in the tables.
             "n": choice_slider("n", n, ns),
         }

@@ -47,8 +47,8 @@ KV_D_HEADS = (32, 64, 80, 96, 128, 256)
 KV_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
 KV_DTYPES = (
     ("fp32 (4 bytes)", 4),
-    ("fp16 / bf16 (2 bytes)", 2),
-    ("int8 / fp8 (1 byte)", 1),
+    ("fp16/bf16 (2 bytes)", 2),
+    ("int8/fp8 (1 byte)", 1),
     ("int4 (0.5 bytes)", 0.5),
 )
 # Multi-head latent attention (lesson 08): numbers cached per token and layer, d_c + d_h^R.
@@ -607,7 +607,7 @@ class KVCacheExplorer(Explorer):
             latent_dim,
             window,
         )
-        self.models_table = html_box(width="100%")
+        self.models_table = html_box(width="auto")
         self.all_models = W.ToggleButton(
             value=False,
             description=f"show every model ({len(cache_models())})",
@@ -776,8 +776,8 @@ def _controls(
             options=with_value(KV_LATENTS, int(latent_dim)),
             value=int(latent_dim),
             description="latent",
-            style={"description_width": "44px"},
-            layout=W.Layout(width="198px"),
+            style={"description_width": "40px"},
+            layout=W.Layout(width="210px"),
         ),
         "window": W.Dropdown(
             options=with_value(KV_WINDOWS, int(window)),
@@ -787,7 +787,7 @@ def _controls(
             layout=W.Layout(width="138px"),
         ),
     }
-    controls["d_head"].layout.width = "140px"
+    controls["d_head"].layout.width = "128px"  # with the latent's 210: clear of the chevrons
     controls["d_head"].style.description_width = "50px"
     controls["bytes_per_element"].layout.width = "200px"
     controls["bytes_per_element"].style.description_width = "40px"

@@ -58,15 +58,15 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # The explorers' own style rules (issue 35), in JupyterLab's theme variables with fallbacks:
 # - a focused slider handle gets a ring that a hovered one does not (WCAG 2.4.7: JupyterLab draws
 #   hover and focus alike);
-# - the selected sharing button is marked by more than its colour (WCAG 1.4.1): bold, a check
-#   mark and a ring in the text colour (about 15:1 against the button in either theme);
+# - the selected sharing button is marked by more than its colour (WCAG 1.4.1): bold, underlined
+#   and a ring in the text colour (about 15:1 against the button in either theme);
 # - menus keep their text clear of the chevron.
 EXPLORER_CSS = (
     ".mha-explorer .noUi-handle:focus,.mha-explorer .noUi-handle:focus-visible{"
     "outline:3px solid var(--jp-brand-color1,#1976d2);outline-offset:2px}"
     ".mha-explorer .widget-toggle-button.mod-active{font-weight:bold;"
+    "text-decoration:underline 2px;text-underline-offset:2px;"
     "box-shadow:inset 0 0 0 2px var(--jp-ui-font-color1,#222222)}"
-    ".mha-explorer .widget-toggle-button.mod-active::before{content:'\\2713\\00a0'}"
     ".mha-explorer .widget-dropdown>select{padding-right:26px;text-overflow:ellipsis}"
 )
 
@@ -281,7 +281,7 @@ def row(*children, **layout):
     W = widgets_module()
     return W.HBox(
         list(children),
-        layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%", **layout),
+        layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="auto", **layout),
     )
 
 
@@ -295,8 +295,11 @@ def with_value(options, value) -> list:
 
 def column(*children, width):
     W = widgets_module()
+    # 4 px wider than its controls: each has a 2 px margin on either side (issue 35: a column
+    # exactly as wide as its controls scrolled them 4 px inside it).
     return W.VBox(
-        list(children), layout=W.Layout(width=width, flex="0 0 auto", margin="0 24px 8px 0")
+        list(children),
+        layout=W.Layout(width=f"calc({width} + 4px)", flex="0 0 auto", margin="0 20px 8px 0"),
     )
 
 

@@ -53,9 +53,12 @@ from .live import (
 TOKENS = ("cats", "chase", "mice", "that", "steal", "the", "old", "cheese")
 SEED = 0
 D_MODEL_MIN, D_MODEL_MAX = 4, 1024
-# The d_model slider's stops: powers of two and their 1.5 and 1.25 multiples, so that every h the
-# lessons use (1 to 8, 12, 16, 32) divides some of them and a 90 px drag moves a few stops.
-D_MODEL_CHOICES = (4, 6, 8, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+# The sliders' stops (issue 35: an IntSlider over 4..1024 moved d_model from 8 to 596 in a 90 px
+# drag): at most 11 each, so a 90 px drag moves a few. d_model: powers of two, 12 and GPT-2's
+# 768, so h = 3 and 6 divide some; h: the counts the lessons use, 5 included (it divides no
+# power of two: the not-divisible message).
+D_MODEL_CHOICES = (4, 8, 12, 16, 32, 64, 128, 256, 512, 768, 1024)
+H_CHOICES = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 H_MAX = 32
 N_MIN, N_MAX = 2, len(TOKENS)
 MAX_HEADS_SHOWN = 8
@@ -119,7 +122,7 @@ def _project(x, w, scale):
 
 
 def _not_divisible_message(d_model: int, h: int) -> str:
-    fits = divisors(d_model, H_MAX)
+    fits = [k for k in divisors(d_model, H_MAX) if k in H_CHOICES]  # stops of the h slider
     # The slider's nearest stops below and above d_model that h divides.
     below = [m for m in D_MODEL_CHOICES if m < d_model and m % h == 0][-1:]
     above = [m for m in D_MODEL_CHOICES if m > d_model and m % h == 0][:1]
@@ -500,7 +503,7 @@ class ShapeExplorer(Explorer):
             "d_model": choice_slider(
                 "d_model", d_model, D_MODEL_CHOICES, "model width: features per token"
             ),
-            "h": int_slider("h", h, 1, H_MAX, 1, "number of heads"),
+            "h": choice_slider("h", h, H_CHOICES, "number of heads"),
             "n": int_slider("n", n, N_MIN, N_MAX, 1, "number of tokens"),
         }
         # Sliders, d_head and the counts in a column beside the diagram; the shape table
