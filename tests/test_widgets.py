@@ -745,3 +745,18 @@ def test_the_diagram_is_redrawn_as_the_sliders_move():
 def test_the_static_rendering_includes_the_diagram():
     html = shape_explorer().picture_bundle()["text/html"]
     assert "mha-layer-diagram" in html and _diagram_heads(html) == {0, 1}
+
+
+def test_listed_sliders_have_few_stops_and_the_tables_number_format():
+    """Issue 35: d_model and h stop at listed values (a 90 px drag moved an IntSlider's d_model
+    from 8 to 596; tests/test_browser.py measures the drag), at most 11 each; their labels are
+    written as the tables write numbers (1,024 and 16,384)."""
+    for ex in (shape_explorer(), cost_explorer()):
+        for name in ("d_model", "h"):
+            options = ex.controls[name].options
+            assert 2 <= len(options) <= 11, (name, options)
+            assert all(label == f"{value:,}" for label, value in options), options
+    labels = [label for label, _ in cost_explorer().controls["n"].options]
+    assert "16,384" in labels and "16384" not in labels
+    ex = shape_explorer(d_model=40, h=5)  # a value off the list is added, not refused
+    assert ex.controls["d_model"].value == 40 and ex.view.d_head == 8
