@@ -162,8 +162,16 @@ def test_not_divisible_gives_a_plain_message_and_what_to_change(d_model, h):
 def test_the_suggestions_in_the_message_are_valid():
     v = shape_view(8, 3, 4)
     assert "(1, 2, 4 or 8)" in v.message
-    assert "multiple of 3 such as 12" in v.message
+    assert "multiple of 3 such as 12" in v.message  # the slider's nearest stop
     assert shape_view(12, 3, 4).ok
+    # Every suggestion is a stop of the d_model slider that h divides.
+    from mha_helpers.explorers.shape import D_MODEL_CHOICES
+
+    for d_model, h in [(8, 3), (20, 8), (1024, 3), (100, 7)]:
+        message = shape_view(d_model, h, 4).message
+        if "such as" in message:
+            suggested = [int(w) for w in re.findall(r"\d+", message.split("such as")[1])]
+            assert suggested and all(m in D_MODEL_CHOICES and m % h == 0 for m in suggested)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,6 +359,7 @@ def test_kv_cache_models_are_the_fact_sheet_models_that_generate():
 
 def test_encoder_only_models_are_not_in_the_table_and_the_note_says_why():
     ex = kv_cache_explorer()
+    ex.all_models.value = True  # every model, as in the picture
     shown = text(ex.models_table.value)
     table = shown.split("Configurations from")[0]
     for name in ("BERT-base", "BERT-large", "ViT-B/16"):
@@ -448,9 +457,42 @@ def test_kv_cache_explorer_controls_that_do_not_apply_are_disabled_and_numbers_a
     assert "font-weight:bold" in rows[2] and "font-weight:bold" not in rows[3]
     ex.kind_buttons.value = "GQA"
     assert not ex.controls["num_kv_heads"].disabled
+    ex.controls["num_kv_heads"].value = 64  # MHA: the menu's models with these settings...
+    ex.preset.value = "Falcon-7B"  # ...then another model: its row is shown, first, in bold
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", ex.models_table.value, re.S)
+    assert "Falcon-7B" in text(rows[2]) and "font-weight:bold" in rows[2]
     labels = [label for label, _ in ex.controls["seq_len"].options]
     assert "16,384" in labels and "16384" not in labels and ex.controls["seq_len"].value == 4096
     assert ex.controls["seq_len"].label == "4,096"
+
+
+def test_the_live_models_table_lists_a_few_models_the_nearest_first_or_all_on_request():
+    """Issue 35: nothing scrolls inside the explorer, so the live table lists KV_TABLE_ROWS
+    models (the loaded one first, then the caches per token nearest yours) and says how many it
+    leaves out; "show every model" lists them all, as the picture does."""
+    from mha_helpers.explorers.kv_cache import KV_TABLE_ROWS, cache_models
+
+    ex = kv_cache_explorer()  # Llama 2 70B
+    body = ex.models_table.value.split("<tbody>")[1]
+    rows = [text(r) for r in re.findall(r"<tr[^>]*>.*?</tr>", body, re.S)]
+    assert len(rows) == 1 + KV_TABLE_ROWS and rows[0].startswith("your settings")
+    assert rows[1].startswith("Llama 2 70B") and rows[2].startswith("Llama 3 70B")
+    left_out = len(cache_models()) - KV_TABLE_ROWS
+    assert f"{left_out} more models" in text(ex.models_table.value)
+    # The others shown are the nearest caches: none left out is nearer than one shown.
+    view = ex.view
+    ratio = {r.label: abs(np.log(r.per_token / view.per_token)) for r in view.models}
+    shown = set(re.findall(r"<tr[^>]*><td [^>]*>([^<]*)</td>", body)[1:])
+    assert len(shown) == KV_TABLE_ROWS and shown <= set(ratio)
+    near = [v for k, v in ratio.items() if k in shown]
+    far = [v for k, v in ratio.items() if k not in shown]
+    assert max(near) <= min(far)
+    ex.all_models.value = True
+    body = ex.models_table.value.split("<tbody>")[1]
+    assert len(re.findall(r"<tr[^>]*>", body)) == 1 + len(cache_models())
+    assert "more models" not in ex.models_table.value
+    static = ex.output_bundles()[0][0]["text/html"]  # the picture lists every model
+    assert all(c.name in static for c in cache_models())
 
 
 def test_cost_explorer_headers_never_run_into_each_other():
@@ -703,3 +745,18 @@ def test_the_diagram_is_redrawn_as_the_sliders_move():
 def test_the_static_rendering_includes_the_diagram():
     html = shape_explorer().picture_bundle()["text/html"]
     assert "mha-layer-diagram" in html and _diagram_heads(html) == {0, 1}
+
+
+def test_listed_sliders_have_few_stops_and_the_tables_number_format():
+    """Issue 35: d_model and h stop at listed values (a 90 px drag moved an IntSlider's d_model
+    from 8 to 596; tests/test_browser.py measures the drag), at most 11 each; their labels are
+    written as the tables write numbers (1,024 and 16,384)."""
+    for ex in (shape_explorer(), cost_explorer()):
+        for name in ("d_model", "h"):
+            options = ex.controls[name].options
+            assert 2 <= len(options) <= 11, (name, options)
+            assert all(label == f"{value:,}" for label, value in options), options
+    labels = [label for label, _ in cost_explorer().controls["n"].options]
+    assert "16,384" in labels and "16384" not in labels
+    ex = shape_explorer(d_model=40, h=5)  # a value off the list is added, not refused
+    assert ex.controls["d_model"].value == 40 and ex.view.d_head == 8

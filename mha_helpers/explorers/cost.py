@@ -28,17 +28,18 @@ from .common import (
     table_style,
 )
 from .live import (
-    CONTROL_WIDTH,
-    SLIDER_STYLE,
     Explorer,
+    choice_slider,
     html_box,
-    int_slider,
     live_class,
     row,
-    widgets_module,
 )
 
-COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP = 64, 4096, 64
+# The sliders' stops, at most 11 each so a 90 px drag moves a few (issue 35; an IntSlider moved
+# 29 steps of 64): real models' widths (GPT-2's 768 to 1,280, Llama's 4,096) and powers of two;
+# head counts of real models, 5 included (768 / 5 is not whole: the not-divisible message).
+COST_D_MODEL_CHOICES = (64, 128, 256, 512, 640, 768, 1024, 1280, 2048, 3072, 4096)
+COST_H_CHOICES = (1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64)
 COST_H_MAX = 64
 COST_NS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 
@@ -95,7 +96,7 @@ def cost_view(d_model: int = 768, h: int = 12, n: int = 1024) -> CostView:
     if min(d_model, h, n) < 1:
         return CostView(d_model, h, n, False, "d_model, h and n must all be at least 1.")
     if d_model % h:
-        fits = divisors(d_model, COST_H_MAX)
+        fits = [k for k in divisors(d_model, COST_H_MAX) if k in COST_H_CHOICES]
         return CostView(
             d_model,
             h,
@@ -127,7 +128,8 @@ def _share_bar(a, b, width=56) -> str:
 _COLUMNS = {
     # key: (header, value of a CostRow as text)
     "d_head": ("d_head", lambda r: str(r.d_head)),
-    "params": ("parameters", lambda r: fmt_int(r.params)),
+    # Soft hyphens: in a 5.5em column an unbroken "parameters" spilled 8 px into its neighbour.
+    "params": ("param\u00adeters", lambda r: fmt_int(r.params)),
     # A soft hyphen: in its 5.5em column the word may break ("projec-tions"); unbroken it ran
     # into the next header ("projectionsattention").
     "projections": ("FLOPs: projec\u00adtions", lambda r: fmt_si(r.projections)),
@@ -239,22 +241,13 @@ class CostExplorer(Explorer):
     kind = "cost"
 
     def __init__(self, d_model=768, h=12, n=1024):
-        W = widgets_module()
         self.summary = html_box()
         ns = sorted(set(COST_NS) | {int(n)})
         controls = {
-            "d_model": int_slider(
-                "d_model", d_model, COST_D_MODEL_MIN, COST_D_MODEL_MAX, COST_D_MODEL_STEP
-            ),
-            "h": int_slider("h", h, 1, COST_H_MAX),
-            "n": W.SelectionSlider(
-                options=ns,
-                value=int(n),
-                description="n",
-                style=SLIDER_STYLE,
-                continuous_update=True,
-                layout=W.Layout(width=CONTROL_WIDTH),
-            ),
+            "d_model": choice_slider("d_model", d_model, COST_D_MODEL_CHOICES),
+            "h": choice_slider("h", h, COST_H_CHOICES),
+            # Labelled in the explorers' one number format: 16,384, as in the tables.
+            "n": choice_slider("n", n, ns),
         }
         # The three sliders in one row above the two tables (they wrap in a narrow window).
         sliders = row(*controls.values())

@@ -11,6 +11,7 @@ decisions of the live widget are pure functions here too: which models keep a ca
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -46,8 +47,8 @@ KV_D_HEADS = (32, 64, 80, 96, 128, 256)
 KV_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
 KV_DTYPES = (
     ("fp32 (4 bytes)", 4),
-    ("fp16 / bf16 (2 bytes)", 2),
-    ("int8 / fp8 (1 byte)", 1),
+    ("fp16/bf16 (2 bytes)", 2),
+    ("int8/fp8 (1 byte)", 1),
     ("int4 (0.5 bytes)", 0.5),
 )
 # Multi-head latent attention (lesson 08): numbers cached per token and layer, d_c + d_h^R.
@@ -61,7 +62,9 @@ KV_LATENTS = (
 KV_WINDOWS = (("none", 0), ("1,024", 1024), ("2,048", 2048), ("4,096", 4096), ("8,192", 8192))
 KV_MAX_HEADS = 128
 KV_MAX_LAYERS = 128
-KV_TABLE_MAX_VH = 34  # the real models' table scrolls beyond this share of the window's height
+# The live explorer lists this many real models (the loaded one first, then the nearest caches)
+# unless "show every model" is on: with nothing scrolled inside it, it fits 1366 x 768.
+KV_TABLE_ROWS = 5
 
 
 @dataclass(frozen=True)
@@ -401,11 +404,13 @@ def render_kv_cache_summary_html(view: KVCacheView) -> str:
     )
 
 
-def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = None) -> str:
+def render_kv_cache_table_html(view: KVCacheView, rows_shown: int | None = None) -> str:
     """Real models at the same context length and bytes per element, with your settings first.
     Narrow enough for a 1280 px page: short headers that wrap, compact cells. With
-    ``max_height_vh`` (the live explorer) the table scrolls within that share of the window's
-    height, its header staying in view; it can be scrolled with the keyboard too."""
+    ``rows_shown`` (the live explorer, which must fit a 1366 x 768 screen with nothing scrolled
+    inside it) only that many models: those your settings match (the model loaded from the
+    menu) first, then the models whose cache per token is nearest yours; a line says how many
+    are left out. Without it (the picture, the website) every model."""
     td, tl = cell("right", "1px 5px"), cell("left", "1px 5px")
     headers = (
         "model",
@@ -424,24 +429,16 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
         for i, t in enumerate(headers)
     )
     body = [_your_row_html(view, td, tl)] if view.ok else []
-    model_rows, beyond = _models_rows_html(view, td, tl)
+    model_rows, beyond, left_out = _models_rows_html(view, td, tl, rows_shown)
     body += model_rows
     footnote = (
         " * longer than the model's context: it cannot use that many tokens." if beyond else ""
     )
-    scroll_open = scroll_close = ""
-    if max_height_vh is not None:
-        scroll_open = (
-            f'<div role="region" aria-label="real models\u2019 KV caches" tabindex="0" '
-            f'style="max-height:{max_height_vh}vh;overflow-y:auto;display:inline-block;'
-            f'max-width:100%">'
-        )
-        scroll_close = "</div>"
-        # The header stays in view while the rows scroll (on the page's own background).
-        header = header.replace(
-            'scope="col" style="',
-            'scope="col" style="position:sticky;top:0;'
-            "background-color:var(--jp-layout-color0, Canvas);",
+    more = ""
+    if left_out:
+        more = (
+            f'<div style="font-size:12px" class="mha-kv-more">{left_out} more models, further '
+            f"from your cache per token: \u201cshow every model\u201d lists them all.</div>"
         )
     enc_dec = [c.name for c in MODEL_CONFIGS.values() if c.encoder_decoder]
     enc_only = [c.name for c in MODEL_CONFIGS.values() if c.encoder_only]
@@ -449,9 +446,8 @@ def render_kv_cache_table_html(view: KVCacheView, max_height_vh: float | None = 
         f'<div class="mha-kv-models" style="line-height:1.4">'
         f'<div style="font-weight:bold">Real models at the same context length and '
         f"bytes per element</div>"
-        f"{scroll_open}"
         f'<table style="{table_style("font-size:12.5px")}"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>{scroll_close}"
+        f"<tbody>{''.join(body)}</tbody></table>{more}"
         f'<div style="font-size:11px;{MUTED};max-width:60em">Configurations from '
         f"mha_helpers.MODEL_CONFIGS (hover a name for its primary source). Only models that "
         f"generate token by token keep a KV cache. For the encoder-decoder models "
@@ -476,15 +472,34 @@ def _your_row_html(view: KVCacheView, td: str, tl: str) -> str:
     )
 
 
-def _models_rows_html(view: KVCacheView, td: str, tl: str) -> tuple[list, bool]:
-    """A row per real model, and whether any is marked as used beyond its context. The models
-    your settings match (the one loaded from the menu) come first, in bold, right under your
-    settings: in view at the top of the table even where it scrolls."""
+def _shown_models(view: KVCacheView, rows_shown: int | None) -> tuple:
+    """The models the table lists, in order: those your settings match first (stable: else as
+    listed); with ``rows_shown``, only that many, the rest chosen by how near their cache per
+    token is to yours (by ratio; as listed when yours is unknown)."""
+    matches = set(view.matches)
+    ordered = sorted(view.models, key=lambda r: r.name not in matches)
+    if rows_shown is None or len(ordered) <= rows_shown:
+        return tuple(ordered)
+    first = [r for r in ordered if r.name in matches][:rows_shown]
+    rest = [r for r in ordered if r.name not in matches]
+    if view.ok and view.per_token:
+        yours = float(view.per_token)
+        rest.sort(key=lambda r: abs(math.log(float(r.per_token) / yours)))
+    return tuple(first + rest[: rows_shown - len(first)])
+
+
+def _models_rows_html(
+    view: KVCacheView, td: str, tl: str, rows_shown: int | None = None
+) -> tuple[list, bool, int]:
+    """A row per real model shown, whether any is marked as used beyond its context, and how
+    many are left out. The models your settings match (the one loaded from the menu) come
+    first, in bold, right under your settings."""
     rows = []
     beyond = False
     nowrap = ";white-space:nowrap"
     matches = set(view.matches)
-    for r in sorted(view.models, key=lambda r: r.name not in matches):  # stable: else as listed
+    shown = _shown_models(view, rows_shown)
+    for r in shown:
         kv = "latent" if r.num_kv_heads is None else str(r.num_kv_heads)
         mark = ""
         if r.context is not None and view.seq_len > r.context:
@@ -500,7 +515,7 @@ def _models_rows_html(view: KVCacheView, td: str, tl: str) -> tuple[list, bool]:
             f'<td style="{td}{nowrap}">{format_bytes(r.per_sequence)}{mark}</td>'
             f'<td style="{td}{nowrap}">{r.compared}</td></tr>'
         )
-    return rows, beyond
+    return rows, beyond, len(view.models) - len(shown)
 
 
 def render_kv_cache_html(view: KVCacheView, include_settings: bool = True) -> str:
@@ -592,7 +607,13 @@ class KVCacheExplorer(Explorer):
             latent_dim,
             window,
         )
-        self.models_table = html_box(width="100%")
+        self.models_table = html_box(width="auto")
+        self.all_models = W.ToggleButton(
+            value=False,
+            description=f"show every model ({len(cache_models())})",
+            tooltip="list every real model in the table, not only the nearest ones",
+            layout=W.Layout(width="auto", margin="0 0 4px 0"),
+        )
         self.summary.layout = W.Layout(flex="1 1 300px", min_width="0")
         # The controls in a column beside the headline sizes; the real models below.
         c = controls
@@ -607,11 +628,12 @@ class KVCacheExplorer(Explorer):
             self.kind_buttons,
             width=CONTROL_WIDTH,
         )
-        super().__init__(children=[row(left, self.summary), self.models_table])
+        super().__init__(children=[row(left, self.summary), self.models_table, self.all_models])
         self.add_class("mha-kv-cache-explorer")
         self._setup(controls)
         self.preset.observe(self._load_preset, names="value")
         self.kind_buttons.observe(self._set_kind, names="value")
+        self.all_models.observe(lambda change: self.refresh(), names="value")
         self.refresh()
 
     def _load_preset(self, change):
@@ -657,9 +679,11 @@ class KVCacheExplorer(Explorer):
         self.summary.value = render_kv_cache_summary_html(view)
         # MLA caches a latent, not K and V heads: the KV-heads slider does not apply then.
         self.controls["num_kv_heads"].disabled = bool(view.ok and view.latent_dim)
-        # The table scrolls beyond a third of the window (the explorer fits a 1366 x 768
-        # screen); the models your settings match come first, so a loaded model's row is in view.
-        table = render_kv_cache_table_html(view, max_height_vh=KV_TABLE_MAX_VH)
+        # A few models unless "show every model" is on: the explorer fits a 1366 x 768 screen
+        # with nothing scrolled inside it; the loaded model's row comes first, always in view.
+        table = render_kv_cache_table_html(
+            view, rows_shown=None if self.all_models.value else KV_TABLE_ROWS
+        )
         if self.models_table.value != table:
             self.models_table.value = table
         # Keep the sharing buttons and the model menu truthful without triggering them.
@@ -752,8 +776,8 @@ def _controls(
             options=with_value(KV_LATENTS, int(latent_dim)),
             value=int(latent_dim),
             description="latent",
-            style={"description_width": "44px"},
-            layout=W.Layout(width="198px"),
+            style={"description_width": "40px"},
+            layout=W.Layout(width="210px"),
         ),
         "window": W.Dropdown(
             options=with_value(KV_WINDOWS, int(window)),
@@ -763,7 +787,7 @@ def _controls(
             layout=W.Layout(width="138px"),
         ),
     }
-    controls["d_head"].layout.width = "140px"
+    controls["d_head"].layout.width = "128px"  # with the latent's 210: clear of the chevrons
     controls["d_head"].style.description_width = "50px"
     controls["bytes_per_element"].layout.width = "200px"
     controls["bytes_per_element"].style.description_width = "40px"

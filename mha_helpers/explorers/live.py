@@ -31,6 +31,7 @@ __all__ = [
     "random_model_ids",
     "html_box",
     "int_slider",
+    "choice_slider",
     "row",
     "column",
     "with_value",
@@ -53,6 +54,21 @@ SLIDER_STYLE = {"description_width": "88px"}
 CONTROL_WIDTH = "340px"
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+# The explorers' own style rules (issue 35), in JupyterLab's theme variables with fallbacks:
+# - a focused slider handle gets a ring that a hovered one does not (WCAG 2.4.7: JupyterLab draws
+#   hover and focus alike);
+# - the selected sharing button is marked by more than its colour (WCAG 1.4.1): bold, underlined
+#   and a ring in the text colour (about 15:1 against the button in either theme);
+# - menus keep their text clear of the chevron.
+EXPLORER_CSS = (
+    ".mha-explorer .noUi-handle:focus,.mha-explorer .noUi-handle:focus-visible{"
+    "outline:3px solid var(--jp-brand-color1,#1976d2);outline-offset:2px}"
+    ".mha-explorer .widget-toggle-button.mod-active{font-weight:bold;"
+    "text-decoration:underline 2px;text-underline-offset:2px;"
+    "box-shadow:inset 0 0 0 2px var(--jp-ui-font-color1,#222222)}"
+    ".mha-explorer .widget-dropdown>select{padding-right:26px;text-overflow:ellipsis}"
+)
 
 _ID_NAMESPACE = uuid.UUID("5f0c6b8e-3d1a-5c2e-9a47-6d2b8f1e0c3a")
 _LIVE: dict[str, weakref.ref] = {}  # model id -> the explorer that holds it in this kernel
@@ -121,7 +137,7 @@ class Explorer:
         self._holding = False
         self.update_count = 0
         # Holds the style rule that hides this explorer's picture while the live widget is shown.
-        self._picture_style = html_box(display="none")
+        self._picture_style = html_box(f"<style>{EXPLORER_CSS}</style>", display="none")
         labeller = control_labeller()  # names the slider handles for screen readers
         extra = (self._picture_style,) if labeller is None else (self._picture_style, labeller)
         self.children = (*self.children, *extra)
@@ -203,7 +219,7 @@ class Explorer:
             self._display_id = f"mha-{self.kind.replace('_', '-')}-{next(_DISPLAY_NUMBERS)}"
         hidden = f'[data-mha-display="{self._display_id}"]'
         self._picture_style.value = (
-            f"<style>{hidden}{{display:none}}"
+            f"<style>{EXPLORER_CSS}{hidden}{{display:none}}"
             f".jp-OutputArea-child:has({hidden}){{display:none}}</style>"
         )
         view = {WIDGET_VIEW: super()._repr_mimebundle_()[WIDGET_VIEW], "text/plain": ""}
@@ -243,12 +259,29 @@ def int_slider(description, value, lo, hi, step=1, tooltip="", width=CONTROL_WID
     )
 
 
+def choice_slider(description, value, choices, tooltip="", width=CONTROL_WIDTH):
+    """A slider over a list of meaningful values (issue 35: a plain IntSlider over 4..1024 moved
+    d_model by about 590 in a 90 px drag). Labels use the explorers' one number format
+    (``16,384``); a ``value`` not in ``choices`` is added to them."""
+    W = widgets_module()
+    values = sorted({int(v) for v in choices} | {int(value)})
+    return W.SelectionSlider(
+        options=[(f"{v:,}", v) for v in values],
+        value=int(value),
+        description=description,
+        continuous_update=True,
+        style=SLIDER_STYLE,
+        tooltip=tooltip or description,
+        layout=W.Layout(width=width),
+    )
+
+
 def row(*children, **layout):
     """Side by side where there is room, wrapping onto the next line where there is not."""
     W = widgets_module()
     return W.HBox(
         list(children),
-        layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="100%", **layout),
+        layout=W.Layout(flex_flow="row wrap", align_items="flex-start", width="auto", **layout),
     )
 
 
@@ -262,8 +295,11 @@ def with_value(options, value) -> list:
 
 def column(*children, width):
     W = widgets_module()
+    # 4 px wider than its controls: each has a 2 px margin on either side (issue 35: a column
+    # exactly as wide as its controls scrolled them 4 px inside it).
     return W.VBox(
-        list(children), layout=W.Layout(width=width, flex="0 0 auto", margin="0 24px 8px 0")
+        list(children),
+        layout=W.Layout(width=f"calc({width} + 4px)", flex="0 0 auto", margin="0 20px 8px 0"),
     )
 
 

@@ -9,7 +9,6 @@ picture, for a saved notebook and the website.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,13 +37,28 @@ from .common import (
     table_style,
     weight_colour,
 )
-from .live import CONTROL_WIDTH, Explorer, column, html_box, int_slider, live_class, row
+from .live import (
+    CONTROL_WIDTH,
+    Explorer,
+    choice_slider,
+    column,
+    html_box,
+    int_slider,
+    live_class,
+    row,
+)
 
 #: The example sentence (lesson 02's "cats chase mice", continued); the first ``n`` words label
 #: the heatmaps.
 TOKENS = ("cats", "chase", "mice", "that", "steal", "the", "old", "cheese")
 SEED = 0
-D_MODEL_MIN, D_MODEL_MAX, D_MODEL_STEP = 4, 1024, 4
+D_MODEL_MIN, D_MODEL_MAX = 4, 1024
+# The sliders' stops (issue 35: an IntSlider over 4..1024 moved d_model from 8 to 596 in a 90 px
+# drag): at most 11 each, so a 90 px drag moves a few. d_model: powers of two, 12 and GPT-2's
+# 768, so h = 3 and 6 divide some; h: the counts the lessons use, 5 included (it divides no
+# power of two: the not-divisible message).
+D_MODEL_CHOICES = (4, 8, 12, 16, 32, 64, 128, 256, 512, 768, 1024)
+H_CHOICES = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 H_MAX = 32
 N_MIN, N_MAX = 2, len(TOKENS)
 MAX_HEADS_SHOWN = 8
@@ -108,10 +122,11 @@ def _project(x, w, scale):
 
 
 def _not_divisible_message(d_model: int, h: int) -> str:
-    fits = divisors(d_model, H_MAX)
-    step = D_MODEL_STEP * h // math.gcd(D_MODEL_STEP, h)  # multiples of h that the slider can reach
-    below = d_model // step * step
-    multiples = [m for m in (below, below + step) if D_MODEL_MIN <= m <= D_MODEL_MAX]
+    fits = [k for k in divisors(d_model, H_MAX) if k in H_CHOICES]  # stops of the h slider
+    # The slider's nearest stops below and above d_model that h divides.
+    below = [m for m in D_MODEL_CHOICES if m < d_model and m % h == 0][-1:]
+    above = [m for m in D_MODEL_CHOICES if m > d_model and m % h == 0][:1]
+    multiples = below + above
     change_d = (
         f" or set d_model to a multiple of {h} such as {join_or(multiples)}" if multiples else ""
     )
@@ -270,11 +285,14 @@ def render_diagram_html(view: ShapeView, max_height_vh: float | None = None) -> 
     blocks of W_O, one colour per head. The drawing is
     :func:`mha_helpers.plots.layer_diagram_svg` (the same layout the lessons draw with
     matplotlib), scaled here: at most ``DIAGRAM_MAX_PX`` wide, and with ``max_height_vh`` at most
-    that share of the window's height. It sits on a white card of its own, so its dark ink reads
-    in a dark theme too."""
+    that share of the window's height. Its card and ink follow JupyterLab's theme (its lines and
+    labels are ``currentColor``; white and #222 where no theme sets the variables, as on the
+    website); the coloured blocks bring their own text colour."""
     if not view.ok:
         return ""
     svg = layer_diagram_svg(view.d_model, view.h, view.n)
+    # The ink on the card (#222 labels and outlines, #555 arrows) takes the card's text colour.
+    svg = re.sub(r'(fill|stroke)="#(?:222222|555555)"', r'\1="currentColor"', svg)
     box = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg)
     aspect = float(box.group(1)) / float(box.group(2)) if box else 1.4
     width = f"min(100%, {DIAGRAM_MAX_PX}px"
@@ -283,8 +301,8 @@ def render_diagram_html(view: ShapeView, max_height_vh: float | None = None) -> 
     width += ")"
     return (
         f'<div class="mha-layer-diagram" style="width:{width};box-sizing:border-box;'
-        f"background-color:#ffffff;color:#222222;border-radius:4px;padding:4px;"
-        f'border:1px solid #c8c8c8">{svg}</div>'
+        f"background-color:var(--jp-layout-color0,#ffffff);color:var(--jp-ui-font-color1,#222222);"
+        f'border-radius:4px;padding:4px;border:1px solid var(--jp-border-color1,#c8c8c8)">{svg}</div>'
     )
 
 
@@ -482,15 +500,10 @@ class ShapeExplorer(Explorer):
         self.body = html_box(flex="0 1 auto", margin="0 24px 8px 0")  # the shape table
         self.heatmaps = html_box(flex="1 1 250px", min_width="0")
         controls = {
-            "d_model": int_slider(
-                "d_model",
-                d_model,
-                D_MODEL_MIN,
-                D_MODEL_MAX,
-                D_MODEL_STEP,
-                "model width: features per token",
+            "d_model": choice_slider(
+                "d_model", d_model, D_MODEL_CHOICES, "model width: features per token"
             ),
-            "h": int_slider("h", h, 1, H_MAX, 1, "number of heads"),
+            "h": choice_slider("h", h, H_CHOICES, "number of heads"),
             "n": int_slider("n", n, N_MIN, N_MAX, 1, "number of tokens"),
         }
         # Sliders, d_head and the counts in a column beside the diagram; the shape table
