@@ -1671,6 +1671,8 @@ def value_info(grade_id: str, expected, sig_figs: int | None = None) -> dict:
     else:
         info = {"hashes": value_hashes(grade_id, expected)}
     info["type"] = kind
+    if isinstance(expected, tuple):  # the question asks for a tuple: a list is a slip of form
+        info["tuple"] = True
     if kind == "number":
         info["shape"] = list(np.shape(np.asarray(expected, dtype=float)))
         if isinstance(expected, (tuple, list)):
@@ -1831,6 +1833,16 @@ def _not_whole(actual) -> bool:
     return isinstance(actual, (float, np.floating)) and not float(actual).is_integer()
 
 
+def tuple_form(info: dict, actual) -> str:
+    """The form slip of a list (or an array) where the question asks for a tuple (``""`` when
+    the answer is a tuple, or the question asks for no tuple): one wording for every such
+    question, answered whatever the content, never passed (as 64.0 for a count is not)."""
+    if not info.get("tuple") or not isinstance(actual, (list, np.ndarray)):
+        return ""
+    what = "a list [...]" if isinstance(actual, list) else "a NumPy array"
+    return f"write it as a tuple, (…), as the question asks: your answer is {what}"
+
+
 def _value_form(info: dict, actual, got) -> str:
     """What is wrong with the *form* of a value answer (``""`` when its form is right): the
     same wording for every question of a kind."""
@@ -1886,7 +1898,13 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     is answered "write it as a whole number", in every question); a real number to the
     precision its question states (``sig_figs``), else to 6 significant figures."""
     try:
-        return _value_verdict(meta, info, mistake_hashes, actual)
+        r = _value_verdict(meta, info, mistake_hashes, actual)
+        note = tuple_form(info, actual)  # a list where a tuple is asked, with wrong content
+        if note and r.get("status") != "passed" and note not in str(r.get("message") or ""):
+            r["message"] = (
+                f"{r.get('message') or 'your answer is not the expected value'}; also, {note}"
+            )
+        return r
     except Exception as exc:  # noqa: BLE001  (an object whose comparisons raise, say)
         return unjudged(meta, exc)
 
@@ -1907,10 +1925,14 @@ def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict
     else:
         right = bool(got and want) and (got[0] == want[0] or got[1] == want[1])
     form = _value_form(info, actual, got)
+    container = tuple_form(info, actual)
     if right and not form:
         problem = _type_problem(None, actual, meta.get("answer_type", ""))
         if problem:
             r.update(message=problem, hint="", cause="type")
+            return r
+        if container:  # the right content as a list: a slip of form, told so, not passed
+            r.update(message=container, hint="", cause="form")
             return r
         r.update(status="passed", points=float(meta["points"]))
         return r
