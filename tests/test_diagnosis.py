@@ -288,6 +288,40 @@ def _function_questions():
     return sorted(g for g, q in REGISTRY.items() if q.kind == "function")
 
 
+def _at_common_factor(q, answer) -> bool:
+    """Whether a scalar ``answer`` is the expected value times or divided by 2, 4, 8, 1000,
+    1024, 2**20, 2**30, a million or a number the prompt gives (factors many slips give)."""
+    from mha_helpers.grading.rules.judge import _prompt_numbers
+
+    if isinstance(q.expected, (str, tuple, list)) or np.shape(q.expected):
+        return False
+    try:
+        ratio = float(answer) / float(q.expected)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    factors = {2, 4, 8, 1000, 1024, 2**20, 2**30, 10**6} | set(_prompt_numbers(q.prompt))
+    return any(
+        np.isclose(ratio, f, rtol=1e-9, atol=0) or np.isclose(ratio, 1 / f, rtol=1e-9, atol=0)
+        for f in factors
+    )
+
+
+def test_a_listed_mistake_at_a_common_factor_is_offered_not_named():
+    """Battery C: q08_mla_cache in fp32 (4 bytes a number) is twice the right value, as the
+    listed "K and V" mistake is; the verdict says the factor and offers that slip as one of
+    several, naming no cause. Invented answers (judge2's): twice, half, 8 and 1024 times."""
+    q = REGISTRY["q08_mla_cache"]
+    r = evaluate(q, 2 * q.expected)
+    assert r["cause"] is None and "exactly twice the expected value" in r["hint"]
+    assert "fp16 against fp32" in r["hint"] and "One slip that gives this" in r["hint"]
+    r = evaluate(q, q.expected // 2)
+    assert r["cause"] is None and "exactly half the expected value" in r["hint"]
+    for answer, words in ((8 * q.expected, "times 8"), (1024 * q.expected, "times 1024")):
+        r = evaluate(q, answer)
+        assert r["cause"] is None and words in r["hint"], r
+    assert evaluate(q, q.expected + 64)["cause"] is None  # no factor: no cause either
+
+
 @pytest.mark.parametrize("gid", _value_questions())
 def test_a_value_that_two_causes_give_names_neither(gid):
     """Every listed mistake of every value question: when another listed mistake, or a slip the
@@ -312,7 +346,11 @@ def test_a_value_that_two_causes_give_names_neither(gid):
         ]
         r = evaluate(q, m.answer)
         assert r["status"] == "failed", (gid, m.name)
-        if others:
+        factor = _at_common_factor(q, m.answer)
+        if factor and not others:  # other common slips give this factor: named as one slip only
+            assert r["cause"] is None, (gid, m.name, r["cause"])
+            assert r["hint"].startswith("Your answer is exactly") and m.hint in r["hint"], r
+        elif others:
             assert r["cause"] is None, (gid, m.name, others, r["cause"])
             assert "More than one slip" in r["hint"]
         elif np.shape(m.answer) == np.shape(q.expected):

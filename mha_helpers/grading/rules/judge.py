@@ -1620,6 +1620,7 @@ _UNIT_FACTORS = {
     2: "2",
     3: "3",
     4: "4",
+    8: "8 (8 bits a byte, or 8 bytes a float64 number)",
     1000: "1000 (a unit: seconds and milliseconds, or ms and microseconds, are 1000 apart)",
     10**6: "a million (a unit: seconds and microseconds)",
     1024: "1024 (a unit: 1 KiB is 1024 bytes)",
@@ -1656,7 +1657,7 @@ def _factor_hashes(grade_id: str, expected, prompt: str, sig_figs) -> list:
         for direction, value in (("times", e * f), ("divided by", e / f)):
             h = value_hashes(grade_id, value, sig_figs)
             if h:
-                out.append({"h": h, "f": f"{direction} {label}"})
+                out.append({"h": h, "f": f"{direction} {label}", "n": f, "d": direction})
     return out
 
 
@@ -1802,7 +1803,89 @@ def _ambiguous_mistakes(q, hashes: list, k) -> list:
             out.append(
                 {"j": j, "note": AMBIGUOUS_NOTE.format(what=_SWAP_WHAT if other else _SAME_WHAT)}
             )
+            continue
+        if _common_factor(q, m.answer):  # the verdict says the factor (see _factor_note)
+            out.append({"j": j, "note": AMBIGUOUS_FACTOR})
     return out
+
+
+# The stored note of a listed mistake at a common factor (no digits: the data holds no number);
+# the verdict replaces it with :func:`_factor_note`, built from the matching factor entry.
+AMBIGUOUS_FACTOR = (
+    "Your answer is the expected value times a factor that several slips give, so the check "
+    "cannot tell which one you made. One slip that gives this: "
+)
+
+
+# Factors that several common slips produce, whatever the question: a listed mistake whose value
+# is the right one times (or divided by) one of them is never named as the cause (battery C:
+# q08_mla_cache in fp32, 4 bytes a number, gives exactly the "latent cached for K and for V"
+# value, twice the right one). Each with the slips known to give it.
+_COMMON_FACTORS = {
+    2: "K and V both counted (or only one of them), 2 bytes a number against 4 (fp16 against "
+    "fp32), a term counted twice or left out",
+    4: "4 bytes a number (fp32) against 1, or bytes against entries; four matrices against one",
+    8: "8 bits a byte, 8 bytes a number (float64) against 1, or 8 of something the question gives",
+    1000: "a unit: thousands, or seconds against milliseconds",
+    10**6: "a unit: millions, or seconds against microseconds",
+    1024: "a unit: KiB against bytes",
+    2**20: "a unit: MiB against bytes",
+    2**30: "a unit: GiB against bytes",
+}
+
+
+def _factor_slips(f: int, given: bool) -> str:
+    slips = [_COMMON_FACTORS[f]] if f in _COMMON_FACTORS else []
+    if given or not slips:
+        slips.append(f"{f}, a number the question gives, used once too often or left out")
+    return "; or ".join(slips)
+
+
+def _common_factor(q, answer) -> tuple | None:
+    """``(direction, factor, slips)`` when the scalar ``answer`` (a listed mistake's value) is
+    exactly the expected value times or divided by a common factor (:data:`_COMMON_FACTORS`,
+    or a number the prompt gives); ``None`` otherwise (or for shapes and text)."""
+    if isinstance(q.expected, (str, tuple, list)) or np.shape(q.expected):
+        return None
+    try:
+        e, v = float(q.expected), float(answer)
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(e) and math.isfinite(v)) or e == 0 or v == 0:
+        return None
+    given = _prompt_numbers(q.prompt)
+    for f in sorted(set(_COMMON_FACTORS) | set(given)):
+        for direction, value in (("times", e * f), ("divided by", e / f)):
+            if math.isclose(v, value, rel_tol=1e-9, abs_tol=0.0):
+                return direction, f, _factor_slips(f, f in given)
+    return None
+
+
+def _factor_verdict_note(info: dict, got: list, hint: str) -> str:
+    """:func:`_factor_note` for the factor entry of ``info`` that ``got`` matches."""
+    for entry in info.get("factors") or ():
+        if "n" in entry and any(g == h for g, h in zip(got, entry.get("h") or ())):
+            n = int(entry["n"])
+            given = "a number the question gives" in str(entry.get("f"))
+            return _factor_note((entry.get("d", "times"), n, _factor_slips(n, given)), hint)
+    return AMBIGUOUS_FACTOR + hint
+
+
+def _factor_words(direction: str, f: int) -> str:
+    if f == 2:
+        return "twice" if direction == "times" else "half"
+    return f"{f:,} times" if direction == "times" else f"1/{f:,} of"
+
+
+def _factor_note(factor: tuple, hint: str) -> str:
+    """What is true of an answer that is the right value times a common factor: the factor,
+    the slips that give it, and the listed mistake's hint as one of them (no cause named)."""
+    direction, f, slips = factor
+    return (
+        f"Your answer is exactly {_factor_words(direction, f)} the expected value. Several slips "
+        f"give this factor, so the check cannot tell which one you made: {slips}. One slip that "
+        f"gives this: {hint}"
+    )
 
 
 def _a(type_name: str) -> str:
@@ -1948,6 +2031,8 @@ def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict
         hint, cause = meta["mistakes"][matched[0]]["hint"], meta["mistakes"][matched[0]]["name"]
     elif matched:  # more than one cause gives this number: say what is true of it, name none
         hint = ambiguous.get(matched[0]) or AMBIGUOUS_NOTE.format(what=_SAME_WHAT)
+        if hint == AMBIGUOUS_FACTOR:  # the factor, its slips, and this mistake as one of them
+            hint = _factor_verdict_note(info, got, meta["mistakes"][matched[0]]["hint"])
     # how many sizes or items: a property of the answer, not a cause
     structural = form.startswith("your answer has shape") or form.endswith(" items")
     if ((form and not structural) or problem) and cause and not _same_form(info, actual):
@@ -1970,7 +2055,7 @@ def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict
     if note:
         r.update(message="your answer is not the expected shape", hint=note, cause=None)
         return r
-    if cause is None and got:
+    if cause is None and got and not matched:
         for entry in info.get("factors") or ():
             if any(g == h for g, h in zip(got, entry.get("h") or ())):
                 hint = (
