@@ -458,3 +458,18 @@ def test_strings_for_booleans_get_the_same_form_message_as_every_truth_value_que
     ):
         r = evaluate(REGISTRY["q04_changes_with_h"], answer)
         assert r["message"] == FLAGS_FORM and r["cause"] == "form" and r["hint"] == ""
+
+
+def test_a_count_off_by_a_term_where_h_divides_d_model_is_told_so():
+    """An invented answer (judge2's): W_O left out and every width taken as d_model, so the
+    count is one projection short only where h divides d_model; elsewhere it is off by more.
+    The verdict says what holds on those cases, and names no cause."""
+    q = REGISTRY["q04_flops"]
+
+    def count_flops(n, d_model, num_heads):
+        return 6 * n * d_model * d_model + 4 * n * n * (d_model // num_heads) * num_heads
+
+    r = evaluate(q, count_flops)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert "when the number of heads divides d_model, your count is off by exactly" in r["hint"]
+    assert "one projection's" in r["hint"], r["hint"]

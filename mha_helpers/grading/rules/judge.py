@@ -762,6 +762,30 @@ def term_off_by(traits: list, results: list, expected: list):
     return None
 
 
+def term_diagnosis_where(traits: list, results: list, expected: list) -> str:
+    """:func:`term_diagnosis` on the cases without one property of :data:`TRAITS` (h not
+    dividing d_model, ...) when it holds there and not on every case: "on every case when the
+    number of heads divides d_model, your count is off by exactly one projection's ...". True
+    of the answer whatever the cause (``""`` when no such subset has a term)."""
+    if term_diagnosis(traits, results, expected):
+        return ""
+    n = min(len(traits or ()), len(results), len(expected))
+    for name, (without, _with, _advice) in TRAITS.items():
+        keep = [i for i in range(n) if name not in (traits[i] or ())]
+        if len(keep) < 2 or len(keep) == n:
+            continue
+        if any(results[i] is None or results[i].raised for i in keep):
+            continue
+        sub = term_diagnosis(
+            [traits[i] for i in keep], [results[i] for i in keep], [expected[i] for i in keep]
+        )
+        if sub and sub.startswith("on every case your count"):
+            return sub.replace(
+                "on every case your count", f"on every case {without}, your count", 1
+            )
+    return ""
+
+
 def term_diagnosis(traits: list, results: list, expected: list) -> str:
     """For a count: the term the answer is off by, the same whole multiple on every case, or the
     same ratio to the right count on every case (``""`` when neither holds)."""
@@ -1383,6 +1407,10 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
         diagnosis = row_diagnosis(traits or [], results, expected, meta["rtol"], meta["atol"])
     if named is None and not diagnosis:
         diagnosis = term_diagnosis(traits or [], results, expected)
+    if named is None:  # a count off by a term on the cases without a property: said as well
+        where = term_diagnosis_where(traits or [], results, expected)
+        if where and where not in diagnosis:
+            diagnosis = f"{diagnosis.rstrip('.')}; also, {where}" if diagnosis else where
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
     if ambiguous:  # say what is true of the answer, and that no one cause can be named
