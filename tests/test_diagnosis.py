@@ -473,3 +473,20 @@ def test_a_count_off_by_a_term_where_h_divides_d_model_is_told_so():
     assert r["status"] == "failed" and r["cause"] is None, r
     assert "when the number of heads divides d_model, your count is off by exactly" in r["hint"]
     assert "one projection's" in r["hint"], r["hint"]
+
+
+def test_an_online_update_wrong_only_where_the_running_max_stays_is_told_which_rows():
+    """An invented answer (judge2's): the block's own maximum as m_new once the state is not
+    empty. It is right where the maximum rose or the state was empty, wrong exactly where the
+    running maximum stays above the block's: the verdict says those rows, names no cause."""
+    q = REGISTRY["q08_online_update"]
+
+    def online_update(m, ell, acc, scores, v_block):
+        m_new = scores.max(axis=-1)  # the running max m is never carried over
+        rescale = np.exp(np.minimum(m - m_new, 0.0))
+        p = np.exp(scores - m_new[:, None])
+        return m_new, ell * rescale + p.sum(axis=-1), acc * rescale[:, None] + p @ v_block
+
+    r = evaluate(q, online_update)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert "the rows where the block's maximum is below the running one" in r["hint"], r["hint"]

@@ -601,6 +601,12 @@ ROW_TRAITS = {
         "those rows start from the empty state, m = -inf and ell = acc = 0: exp(m - m_new) "
         "is then 0, so m_new is the block's maximum and the sums are the block's own"
     ),
+    # derived by _row_flags from the two above: neither the maximum rose nor the state is empty
+    "the block's maximum is below the running one": (
+        "in those rows the running maximum m stays the maximum, so m_new = max(m, the block's "
+        "row maximum) is m itself and the rescale factor exp(m - m_new) is exactly 1; only the "
+        "block's terms exp(scores - m_new) are added to ell and acc"
+    ),
 }
 
 
@@ -610,6 +616,11 @@ def _row_flags(traits_i) -> dict:
         if isinstance(t, str) and t.startswith("rows:"):
             _, name, bits = t.split(":", 2)
             out[name] = [b == "1" for b in bits]
+    rose, first = out.get("the maximum rose"), out.get("the first block")
+    if rose is not None and first is not None and len(rose) == len(first):
+        out["the block's maximum is below the running one"] = [
+            not (r or f) for r, f in zip(rose, first)
+        ]
     return out
 
 
