@@ -483,3 +483,16 @@ def test_a_none_from_the_learners_own_helper_is_not_called_a_list_or_a_number():
     assert error_cause("AttributeError", "'list' object has no attribute 'shape'") == (
         "list, not an array"
     )
+
+
+def test_a_tuple_of_words_with_an_item_not_among_the_prompts_words_is_told_the_words():
+    """Invented answers (judge2's) to q06_roles_seed7, whose prompt quotes 'previous' / 'first':
+    an abbreviation or a column index is a slip of form, told the words; capitals pass."""
+    q = get_question("q06_roles_seed7")
+    right = tuple(q.expected)
+    assert self_check(q.grade_id, tuple(w.upper() for w in right))["status"] == "passed"
+    short = tuple(w[:4] for w in right)
+    for answer, said in ((short, "written out in full"), ((0, 1, 0, 1), "as text")):
+        for r in (self_check(q.grade_id, answer), evaluate(q, answer)):
+            assert r["status"] == "failed" and said in r["message"], r
+            assert "'previous' or 'first'" in r["message"] and r["cause"] == "form", r

@@ -1955,6 +1955,37 @@ def _not_whole(actual) -> bool:
     return isinstance(actual, (float, np.floating)) and not float(actual).is_integer()
 
 
+def _prompt_words(prompt) -> list:
+    """The quoted words a prompt offers as the items of a tuple of words ('previous' / 'first')."""
+    out = []
+    for w in re.findall(r"'([A-Za-z][A-Za-z _-]{0,30})'", prompt or ""):
+        if w.strip().lower() not in out:
+            out.append(w.strip().lower())
+    return out
+
+
+def _words_form(info: dict, prompt, actual) -> str:
+    """For a tuple of words whose prompt quotes the words allowed: an item that is not one of
+    them (an abbreviation, a column index, another word) is a slip of form, said with the
+    words (``""`` when every item is one of them, or the prompt quotes fewer than two)."""
+    words = _prompt_words(prompt)
+    if info.get("type") != "tuple" or len(words) < 2 or not isinstance(actual, (tuple, list)):
+        return ""
+    allowed = " or ".join(repr(w) for w in words)
+    for i, item in enumerate(actual):
+        if not isinstance(item, str):
+            return (
+                f"each item should be one of the words the question gives, {allowed}, as text; "
+                f"item {i} of yours is {_a(type(item).__name__)}"
+            )
+        if item.strip().lower() not in words:
+            return (
+                f"each item should be one of the words the question gives, {allowed}, written "
+                f"out in full; item {i} of yours, {item[:20]!r}, is not one of them"
+            )
+    return ""
+
+
 def tuple_form(info: dict, actual) -> str:
     """The form slip of a list (or an array) where the question asks for a tuple (``""`` when
     the answer is a tuple, or the question asks for no tuple): one wording for every such
@@ -2046,7 +2077,7 @@ def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict
         right = bool(got) and got[0] in want
     else:
         right = bool(got and want) and (got[0] == want[0] or got[1] == want[1])
-    form = _value_form(info, actual, got)
+    form = _value_form(info, actual, got) or _words_form(info, meta.get("prompt"), actual)
     container = tuple_form(info, actual)
     if right and not form:
         problem = _type_problem(None, actual, meta.get("answer_type", ""))
