@@ -490,3 +490,27 @@ def test_an_online_update_wrong_only_where_the_running_max_stays_is_told_which_r
     r = evaluate(q, online_update)
     assert r["status"] == "failed" and r["cause"] is None, r
     assert "the rows where the block's maximum is below the running one" in r["hint"], r["hint"]
+
+
+@pytest.mark.parametrize(
+    "build, said",
+    [
+        (lambda q, k, v: np.concatenate([q.T, k, v]), "block 1 (rows 4-7) is the transpose"),
+        (lambda q, k, v: np.concatenate([q.T, q.T, v.T]), "block 1 (rows 4-7) holds what block 0"),
+        (
+            lambda q, k, v: np.stack([q.T, k.T, v.T], axis=1).reshape(-1, q.shape[0]),
+            "every row of your result is a right row, in another order",
+        ),
+    ],
+)
+def test_stacked_blocks_are_told_which_block_is_right_transposed_or_misplaced(build, said):
+    """Invented answers (judge2's) to q07_in_proj_weight, a (3 d, d) stack of three blocks: the
+    verdict says what each block of the answer is, and names no cause."""
+    q = REGISTRY["q07_in_proj_weight"]
+
+    def in_proj_weight(w_q, w_k, w_v):
+        return build(np.asarray(w_q), np.asarray(w_k), np.asarray(w_v))
+
+    r = evaluate(q, in_proj_weight)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert said in r["hint"], r["hint"]

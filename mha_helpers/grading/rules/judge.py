@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .cases import NO_OUTPUT
-from .compare import difference
+from .compare import _close, difference
 from .outcome import base_verdict, not_attempted, unjudged
 from .recorded import recorded_verdict
 
@@ -773,6 +773,60 @@ def term_off_by(traits: list, results: list, expected: list):
     return None
 
 
+def _blocks_of(x, k: int) -> list:
+    return [x[b * x.shape[1] : (b + 1) * x.shape[1]] for b in range(k)]
+
+
+def block_note(results: list, expected: list, n_public: int, rtol: float, atol: float) -> str:
+    """For a result made of square blocks stacked on top of each other ((k d, d), k = 2..4,
+    such as Q, K and V's weights in one matrix), on the first public case it gets wrong: which
+    blocks are right, which are the transpose of the right one, which hold another block's
+    content; or that every row is a right row in another order. ``""`` when none of that holds.
+    Statements of what the answer is, so they never name a cause."""
+    for i, want in enumerate(expected[:n_public]):
+        if i >= len(results) or results[i] is None or results[i].raised:
+            return ""
+        w = want if isinstance(want, np.ndarray) else None
+        try:
+            g = np.asarray(results[i].value, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if w is None or w.ndim != 2 or g.shape != w.shape or _close(g, w, rtol, atol):
+            continue
+        rows, d = w.shape
+        if d < 2 or rows % d or not 2 <= rows // d <= 4:
+            return ""
+        k = rows // d
+        wb, gb = _blocks_of(w, k), _blocks_of(g, k)
+        said = []
+        for b in range(k):
+            span = f"block {b} (rows {b * d}-{(b + 1) * d - 1})"
+            if _close(gb[b], wb[b], rtol, atol):
+                said.append(f"{span} is right")
+            elif _close(gb[b].T, wb[b], rtol, atol):
+                said.append(f"{span} is the transpose of the right block")
+            else:
+                other = [c for c in range(k) if c != b and _close(gb[b], wb[c], rtol, atol)]
+                if other:
+                    said.append(
+                        f"{span} holds what block {other[0]} should hold (check which matrix "
+                        "goes in which block, in the order the question gives)"
+                    )
+                else:
+                    said.append(f"{span} is wrong")
+        if all(x.endswith("is wrong") for x in said):
+            mine = {tuple(np.round(r, 9)) for r in g}
+            theirs = {tuple(np.round(r, 9)) for r in w}
+            if mine == theirs and len(theirs) == rows:
+                return (
+                    f"in case {i + 1}, every row of your result is a right row, in another order "
+                    "(rows interleaved, or blocks stacked in another order)."
+                )
+            return ""
+        return f"in case {i + 1}, your result is {k} blocks of {d} rows: " + "; ".join(said) + "."
+    return ""
+
+
 def term_diagnosis_where(traits: list, results: list, expected: list) -> str:
     """:func:`term_diagnosis` on the cases without one property of :data:`TRAITS` (h not
     dividing d_model, ...) when it holds there and not on every case: "on every case when the
@@ -1418,6 +1472,8 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
         diagnosis = row_diagnosis(traits or [], results, expected, meta["rtol"], meta["atol"])
     if named is None and not diagnosis:
         diagnosis = term_diagnosis(traits or [], results, expected)
+    if named is None and not diagnosis:
+        diagnosis = _safe_note(block_note, results, expected, n_public, meta["rtol"], meta["atol"])
     if named is None:  # a count off by a term on the cases without a property: said as well
         where = term_diagnosis_where(traits or [], results, expected)
         if where and where not in diagnosis:
