@@ -514,3 +514,20 @@ def test_stacked_blocks_are_told_which_block_is_right_transposed_or_misplaced(bu
     r = evaluate(q, in_proj_weight)
     assert r["status"] == "failed" and r["cause"] is None, r
     assert said in r["hint"], r["hint"]
+
+
+def test_an_output_with_one_value_for_every_row_is_told_so():
+    """An invented answer (judge2's) to q08_online_update: one maximum over the whole block
+    (scores.max() with no axis), so m_new is the same in every row; the verdict says so and
+    names no cause."""
+    q = REGISTRY["q08_online_update"]
+
+    def online_update(m, ell, acc, scores, v_block):
+        m_new = np.maximum(m, scores.max())  # one maximum for all the queries
+        rescale = np.exp(m - m_new)
+        p = np.exp(scores - m_new[:, None])
+        return m_new, rescale * ell + p.sum(axis=-1), rescale[:, None] * acc + p @ v_block
+
+    r = evaluate(q, online_update)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert "m_new has the same value in every row" in r["hint"], r["hint"]

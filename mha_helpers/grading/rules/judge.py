@@ -773,6 +773,46 @@ def term_off_by(traits: list, results: list, expected: list):
     return None
 
 
+def same_rows_note(meta: dict, results: list, expected: list, n_public: int) -> str:
+    """On the first public case an answer gets wrong: an output (an item of a tuple result, by
+    the name the question gives it) that has the same value in every row where the right one
+    differs from row to row (one maximum or sum for all queries, say). ``""`` otherwise."""
+    rtol, atol = meta["rtol"], meta["atol"]
+    for i, want in enumerate(expected[:n_public]):
+        if i >= len(results) or results[i] is None or results[i].raised:
+            return ""
+        got = results[i].value
+        wants = want if isinstance(want, tuple) else (want,)
+        gots = got if isinstance(got, (tuple, list)) else (got,)
+        if len(wants) != len(gots):
+            return ""
+        names = list(meta.get("outputs") or [])
+        names += [f"result[{j}]" for j in range(len(names), len(wants))]
+        if not isinstance(want, tuple):
+            names = ["your result"]
+        wrong_here = False
+        for j, (w, g) in enumerate(zip(wants, gots)):
+            try:
+                w, g = np.asarray(w, dtype=float), np.asarray(g, dtype=float)
+            except (TypeError, ValueError):
+                return ""
+            if w.shape != g.shape or w.ndim == 0 or len(w) < 2 or _close(g, w, rtol, atol):
+                continue
+            wrong_here = True
+            if not (np.all(np.isfinite(g)) and np.all(np.isfinite(w))):
+                continue
+            g_same = np.allclose(g, g[:1], rtol=rtol, atol=atol)
+            w_same = np.allclose(w, w[:1], rtol=rtol, atol=atol)
+            if g_same and not w_same:
+                return (
+                    f"in case {i + 1}, {names[j]} has the same value in every row, where the "
+                    "right one differs from row to row: each row (each query) has its own"
+                )
+        if wrong_here:
+            return ""
+    return ""
+
+
 def _blocks_of(x, k: int) -> list:
     return [x[b * x.shape[1] : (b + 1) * x.shape[1]] for b in range(k)]
 
@@ -1474,6 +1514,8 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
         diagnosis = term_diagnosis(traits or [], results, expected)
     if named is None and not diagnosis:
         diagnosis = _safe_note(block_note, results, expected, n_public, meta["rtol"], meta["atol"])
+    if named is None and not diagnosis:
+        diagnosis = _safe_note(same_rows_note, meta, results, expected, n_public)
     if named is None:  # a count off by a term on the cases without a property: said as well
         where = term_diagnosis_where(traits or [], results, expected)
         if where and where not in diagnosis:
