@@ -288,6 +288,40 @@ def _function_questions():
     return sorted(g for g, q in REGISTRY.items() if q.kind == "function")
 
 
+def _at_common_factor(q, answer) -> bool:
+    """Whether a scalar ``answer`` is the expected value times or divided by 2, 4, 8, 1000,
+    1024, 2**20, 2**30, a million or a number the prompt gives (factors many slips give)."""
+    from mha_helpers.grading.rules.judge import _prompt_numbers
+
+    if isinstance(q.expected, (str, tuple, list)) or np.shape(q.expected):
+        return False
+    try:
+        ratio = float(answer) / float(q.expected)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    factors = {2, 4, 8, 1000, 1024, 2**20, 2**30, 10**6} | set(_prompt_numbers(q.prompt))
+    return any(
+        np.isclose(ratio, f, rtol=1e-9, atol=0) or np.isclose(ratio, 1 / f, rtol=1e-9, atol=0)
+        for f in factors
+    )
+
+
+def test_a_listed_mistake_at_a_common_factor_is_offered_not_named():
+    """Battery C: q08_mla_cache in fp32 (4 bytes a number) is twice the right value, as the
+    listed "K and V" mistake is; the verdict says the factor and offers that slip as one of
+    several, naming no cause. Invented answers (judge2's): twice, half, 8 and 1024 times."""
+    q = REGISTRY["q08_mla_cache"]
+    r = evaluate(q, 2 * q.expected)
+    assert r["cause"] is None and "exactly twice the expected value" in r["hint"]
+    assert "fp16 against fp32" in r["hint"] and "One slip that gives this" in r["hint"]
+    r = evaluate(q, q.expected // 2)
+    assert r["cause"] is None and "exactly half the expected value" in r["hint"]
+    for answer, words in ((8 * q.expected, "times 8"), (1024 * q.expected, "times 1024")):
+        r = evaluate(q, answer)
+        assert r["cause"] is None and words in r["hint"], r
+    assert evaluate(q, q.expected + 64)["cause"] is None  # no factor: no cause either
+
+
 @pytest.mark.parametrize("gid", _value_questions())
 def test_a_value_that_two_causes_give_names_neither(gid):
     """Every listed mistake of every value question: when another listed mistake, or a slip the
@@ -312,7 +346,11 @@ def test_a_value_that_two_causes_give_names_neither(gid):
         ]
         r = evaluate(q, m.answer)
         assert r["status"] == "failed", (gid, m.name)
-        if others:
+        factor = _at_common_factor(q, m.answer)
+        if factor and not others:  # other common slips give this factor: named as one slip only
+            assert r["cause"] is None, (gid, m.name, r["cause"])
+            assert r["hint"].startswith("Your answer is exactly") and m.hint in r["hint"], r
+        elif others:
             assert r["cause"] is None, (gid, m.name, others, r["cause"])
             assert "More than one slip" in r["hint"]
         elif np.shape(m.answer) == np.shape(q.expected):
@@ -420,3 +458,76 @@ def test_strings_for_booleans_get_the_same_form_message_as_every_truth_value_que
     ):
         r = evaluate(REGISTRY["q04_changes_with_h"], answer)
         assert r["message"] == FLAGS_FORM and r["cause"] == "form" and r["hint"] == ""
+
+
+def test_a_count_off_by_a_term_where_h_divides_d_model_is_told_so():
+    """An invented answer (judge2's): W_O left out and every width taken as d_model, so the
+    count is one projection short only where h divides d_model; elsewhere it is off by more.
+    The verdict says what holds on those cases, and names no cause."""
+    q = REGISTRY["q04_flops"]
+
+    def count_flops(n, d_model, num_heads):
+        return 6 * n * d_model * d_model + 4 * n * n * (d_model // num_heads) * num_heads
+
+    r = evaluate(q, count_flops)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert "when the number of heads divides d_model, your count is off by exactly" in r["hint"]
+    assert "one projection's" in r["hint"], r["hint"]
+
+
+def test_an_online_update_wrong_only_where_the_running_max_stays_is_told_which_rows():
+    """An invented answer (judge2's): the block's own maximum as m_new once the state is not
+    empty. It is right where the maximum rose or the state was empty, wrong exactly where the
+    running maximum stays above the block's: the verdict says those rows, names no cause."""
+    q = REGISTRY["q08_online_update"]
+
+    def online_update(m, ell, acc, scores, v_block):
+        m_new = scores.max(axis=-1)  # the running max m is never carried over
+        rescale = np.exp(np.minimum(m - m_new, 0.0))
+        p = np.exp(scores - m_new[:, None])
+        return m_new, ell * rescale + p.sum(axis=-1), acc * rescale[:, None] + p @ v_block
+
+    r = evaluate(q, online_update)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert "the rows where the block's maximum is below the running one" in r["hint"], r["hint"]
+
+
+@pytest.mark.parametrize(
+    "build, said",
+    [
+        (lambda q, k, v: np.concatenate([q.T, k, v]), "block 1 (rows 4-7) is the transpose"),
+        (lambda q, k, v: np.concatenate([q.T, q.T, v.T]), "block 1 (rows 4-7) holds what block 0"),
+        (
+            lambda q, k, v: np.stack([q.T, k.T, v.T], axis=1).reshape(-1, q.shape[0]),
+            "every row of your result is a right row, in another order",
+        ),
+    ],
+)
+def test_stacked_blocks_are_told_which_block_is_right_transposed_or_misplaced(build, said):
+    """Invented answers (judge2's) to q07_in_proj_weight, a (3 d, d) stack of three blocks: the
+    verdict says what each block of the answer is, and names no cause."""
+    q = REGISTRY["q07_in_proj_weight"]
+
+    def in_proj_weight(w_q, w_k, w_v):
+        return build(np.asarray(w_q), np.asarray(w_k), np.asarray(w_v))
+
+    r = evaluate(q, in_proj_weight)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert said in r["hint"], r["hint"]
+
+
+def test_an_output_with_one_value_for_every_row_is_told_so():
+    """An invented answer (judge2's) to q08_online_update: one maximum over the whole block
+    (scores.max() with no axis), so m_new is the same in every row; the verdict says so and
+    names no cause."""
+    q = REGISTRY["q08_online_update"]
+
+    def online_update(m, ell, acc, scores, v_block):
+        m_new = np.maximum(m, scores.max())  # one maximum for all the queries
+        rescale = np.exp(m - m_new)
+        p = np.exp(scores - m_new[:, None])
+        return m_new, rescale * ell + p.sum(axis=-1), rescale[:, None] * acc + p @ v_block
+
+    r = evaluate(q, online_update)
+    assert r["status"] == "failed" and r["cause"] is None, r
+    assert "m_new has the same value in every row" in r["hint"], r["hint"]

@@ -293,6 +293,7 @@ def test_selfcheck_data_holds_no_reference_code_and_no_plain_value_answers(path)
             "letter",
             "sig_figs",
             "flags",
+            "tuple",
         }  # not value-dependent
         assert set(q["public"]["info"]) <= {"hashes", "shape_parts", "factors", "ambiguous"} | form
         for entry in q["public"]["info"].get("ambiguous", ()):  # which mistakes, a fixed note

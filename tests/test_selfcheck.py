@@ -44,6 +44,9 @@ def test_every_classic_mistake_gets_the_same_verdict_and_hint_from_both(q):
         assert _key(mine) == _key(theirs), (q.grade_id, m.name)
         assert mine["status"] != "passed", (q.grade_id, m.name)
         if mine["cause"] is None:  # another cause gives the same answer: none is named
+            if mine["hint"].startswith("Your answer is exactly"):  # a factor common slips give
+                assert m.hint in mine["hint"], (q.grade_id, m.name)  # offered as one slip
+                continue
             assert mine["hint"].startswith("More than one slip"), (q.grade_id, m.name)
             continue
         assert mine["hint"] == m.hint, (q.grade_id, m.name, mine["message"])

@@ -18,7 +18,7 @@ from mha_helpers.grading.selfcheck.render import STYLES, html_text, plain_text
 
 def test_counts_are_exact_in_the_self_check_and_the_grader():
     q = get_question("q04_weight_entries")
-    for check in (lambda a: self_check(q.grade_id, a), lambda a: evaluate(q, a)):
+    for check in (lambda a, q=q: self_check(q.grade_id, a), lambda a, q=q: evaluate(q, a)):
         assert check(12582912)["status"] == "passed"
         assert check(12583000)["status"] == "failed"  # right to 5 significant digits: not enough
         assert check(12582913)["status"] == "failed"
@@ -44,6 +44,33 @@ def test_a_whole_number_float_gets_the_same_answer_in_every_count_question(gid, 
     r = self_check(gid, whole)
     assert r["status"] == "failed" and "whole number" in r["message"], r
     assert self_check(gid, int(whole))["status"] == "passed"
+
+
+def test_a_list_where_the_question_asks_for_a_tuple_is_a_form_slip_in_every_such_question():
+    """One policy (battery C's wrong pass: [2, 5, 5] passed "Assign a tuple"): every value
+    question whose expected answer is a tuple asks for one in its prompt; a list or an array of
+    the right content is answered "write it as a tuple" and not passed, in the self-check and
+    the grader alike; a list with wrong content is judged on its content and told the form."""
+    from mha_helpers.grading.rules.registry import REGISTRY
+
+    asked = [q for q in REGISTRY.values() if q.kind == "value" and isinstance(q.expected, tuple)]
+    assert {q.grade_id for q in asked} >= {
+        "q02_weights_shape",
+        "q04_changes_with_h",
+        "q06_roles_seed7",
+    }
+    for q in asked:
+        assert "tuple" in q.prompt.lower(), q.grade_id
+        for check in (lambda a, q=q: self_check(q.grade_id, a), lambda a, q=q: evaluate(q, a)):
+            assert check(tuple(q.expected))["status"] == "passed", q.grade_id
+            for slip in (list(q.expected), np.array(q.expected)):
+                r = check(slip)
+                assert r["status"] == "failed" and "write it as a tuple" in r["message"], r
+    r = self_check("q02_weights_shape", [5, 5])  # wrong content: its cause, and the form
+    assert r["cause"] == "one head" and "write it as a tuple" in r["message"], r
+    # a question that asks for no tuple accepts a list (q07_cross_shape: "what is the shape")
+    assert self_check("q07_cross_shape", [2, 4, 5, 7])["status"] == "passed"
+    assert self_check("q07_cross_shape", (2, 4, 5, 7))["status"] == "passed"
 
 
 def test_a_real_value_passes_at_the_precision_its_question_states():
@@ -386,7 +413,7 @@ def test_an_answer_written_to_more_figures_rounds_half_up_from_its_decimal_text(
     # q08_decode_bound is 4.5857... ms "to 3 significant figures": 4.585 is 4.59 to a person
     # (binary rounding made it 4.58, a false reject), 4.595 is 4.60 (binary made it 4.59)
     q = get_question("q08_decode_bound")
-    for check in (lambda a: self_check(q.grade_id, a), lambda a: evaluate(q, a)):
+    for check in (lambda a, q=q: self_check(q.grade_id, a), lambda a, q=q: evaluate(q, a)):
         assert check(4.585)["status"] == "passed"
         assert check(4.595)["status"] == "failed"
     assert self_check("q08_decode_bound", 4.58)["status"] == "failed"
@@ -456,3 +483,16 @@ def test_a_none_from_the_learners_own_helper_is_not_called_a_list_or_a_number():
     assert error_cause("AttributeError", "'list' object has no attribute 'shape'") == (
         "list, not an array"
     )
+
+
+def test_a_tuple_of_words_with_an_item_not_among_the_prompts_words_is_told_the_words():
+    """Invented answers (judge2's) to q06_roles_seed7, whose prompt quotes 'previous' / 'first':
+    an abbreviation or a column index is a slip of form, told the words; capitals pass."""
+    q = get_question("q06_roles_seed7")
+    right = tuple(q.expected)
+    assert self_check(q.grade_id, tuple(w.upper() for w in right))["status"] == "passed"
+    short = tuple(w[:4] for w in right)
+    for answer, said in ((short, "written out in full"), ((0, 1, 0, 1), "as text")):
+        for r in (self_check(q.grade_id, answer), evaluate(q, answer)):
+            assert r["status"] == "failed" and said in r["message"], r
+            assert "'previous' or 'first'" in r["message"] and r["cause"] == "form", r

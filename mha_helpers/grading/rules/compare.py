@@ -64,6 +64,8 @@ def difference(expected, actual, rtol=1e-6, atol=1e-8, path="result", equal_nan=
     'type'
     >>> print(difference(np.zeros((2, 3)), np.zeros((3, 2))))
     result is transposed: shape (3, 2), expected (2, 3)
+    >>> print(difference(np.zeros((8, 4)), np.ones((8, 2))))
+    result has shape (8, 2), expected shape (8, 4) (the number of rows is right; 2 columns where 4 are expected, half as many)
     """
     if isinstance(expected, str):
         return _text_difference(expected, actual, path)
@@ -208,10 +210,28 @@ def _shape_difference(a, e, rtol, atol, path: str, equal_nan: bool):
             f"{path} has the right numbers in the wrong shape",
         )
     return Difference(
-        f"{path} has shape {a.shape}, expected shape {e.shape}",
+        f"{path} has shape {a.shape}, expected shape {e.shape}{_axes_note(a.shape, e.shape)}",
         "shape",
         f"{path} has the wrong shape",
     )
+
+
+def _axes_note(got: tuple, want: tuple) -> str:
+    """For two 2-d shapes that share one axis: which axis is right and by what factor the other
+    is off (the number of rows right, half as many columns), a property of the answer."""
+    if len(got) != 2 or len(want) != 2 or (got[0] == want[0]) == (got[1] == want[1]):
+        return ""
+    axis = 1 if got[0] == want[0] else 0
+    same, other = ("rows", "columns") if axis == 1 else ("columns", "rows")
+    g, w = got[axis], want[axis]
+    ratio = ""
+    if g and w and max(g, w) % min(g, w) == 0:
+        k = max(g, w) // min(g, w)
+        if k == 2:
+            ratio = ", twice as many" if g > w else ", half as many"
+        else:
+            ratio = f", {k} times as many" if g > w else f", 1/{k} as many"
+    return f" (the number of {same} is right; {g} {other} where {w} are expected{ratio})"
 
 
 def _close(a, e, rtol, atol, equal_nan=False) -> bool:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .cases import NO_OUTPUT
-from .compare import difference
+from .compare import _close, difference
 from .outcome import base_verdict, not_attempted, unjudged
 from .recorded import recorded_verdict
 
@@ -601,6 +601,12 @@ ROW_TRAITS = {
         "those rows start from the empty state, m = -inf and ell = acc = 0: exp(m - m_new) "
         "is then 0, so m_new is the block's maximum and the sums are the block's own"
     ),
+    # derived by _row_flags from the two above: neither the maximum rose nor the state is empty
+    "the block's maximum is below the running one": (
+        "in those rows the running maximum m stays the maximum, so m_new = max(m, the block's "
+        "row maximum) is m itself and the rescale factor exp(m - m_new) is exactly 1; only the "
+        "block's terms exp(scores - m_new) are added to ell and acc"
+    ),
 }
 
 
@@ -610,6 +616,11 @@ def _row_flags(traits_i) -> dict:
         if isinstance(t, str) and t.startswith("rows:"):
             _, name, bits = t.split(":", 2)
             out[name] = [b == "1" for b in bits]
+    rose, first = out.get("the maximum rose"), out.get("the first block")
+    if rose is not None and first is not None and len(rose) == len(first):
+        out["the block's maximum is below the running one"] = [
+            not (r or f) for r, f in zip(rose, first)
+        ]
     return out
 
 
@@ -760,6 +771,124 @@ def term_off_by(traits: list, results: list, expected: list):
         if ks and len(ks) == 1 and 0 not in ks:
             return name, ks.pop()
     return None
+
+
+def same_rows_note(meta: dict, results: list, expected: list, n_public: int) -> str:
+    """On the first public case an answer gets wrong: an output (an item of a tuple result, by
+    the name the question gives it) that has the same value in every row where the right one
+    differs from row to row (one maximum or sum for all queries, say). ``""`` otherwise."""
+    rtol, atol = meta["rtol"], meta["atol"]
+    for i, want in enumerate(expected[:n_public]):
+        if i >= len(results) or results[i] is None or results[i].raised:
+            return ""
+        got = results[i].value
+        wants = want if isinstance(want, tuple) else (want,)
+        gots = got if isinstance(got, (tuple, list)) else (got,)
+        if len(wants) != len(gots):
+            return ""
+        names = list(meta.get("outputs") or [])
+        names += [f"result[{j}]" for j in range(len(names), len(wants))]
+        if not isinstance(want, tuple):
+            names = ["your result"]
+        wrong_here = False
+        for j, (w, g) in enumerate(zip(wants, gots)):
+            try:
+                w, g = np.asarray(w, dtype=float), np.asarray(g, dtype=float)
+            except (TypeError, ValueError):
+                return ""
+            if w.shape != g.shape or w.ndim == 0 or len(w) < 2 or _close(g, w, rtol, atol):
+                continue
+            wrong_here = True
+            if not (np.all(np.isfinite(g)) and np.all(np.isfinite(w))):
+                continue
+            g_same = np.allclose(g, g[:1], rtol=rtol, atol=atol)
+            w_same = np.allclose(w, w[:1], rtol=rtol, atol=atol)
+            if g_same and not w_same:
+                return (
+                    f"in case {i + 1}, {names[j]} has the same value in every row, where the "
+                    "right one differs from row to row: each row (each query) has its own"
+                )
+        if wrong_here:
+            return ""
+    return ""
+
+
+def _blocks_of(x, k: int) -> list:
+    return [x[b * x.shape[1] : (b + 1) * x.shape[1]] for b in range(k)]
+
+
+def block_note(results: list, expected: list, n_public: int, rtol: float, atol: float) -> str:
+    """For a result made of square blocks stacked on top of each other ((k d, d), k = 2..4,
+    such as Q, K and V's weights in one matrix), on the first public case it gets wrong: which
+    blocks are right, which are the transpose of the right one, which hold another block's
+    content; or that every row is a right row in another order. ``""`` when none of that holds.
+    Statements of what the answer is, so they never name a cause."""
+    for i, want in enumerate(expected[:n_public]):
+        if i >= len(results) or results[i] is None or results[i].raised:
+            return ""
+        w = want if isinstance(want, np.ndarray) else None
+        try:
+            g = np.asarray(results[i].value, dtype=float)
+        except (TypeError, ValueError):
+            return ""
+        if w is None or w.ndim != 2 or g.shape != w.shape or _close(g, w, rtol, atol):
+            continue
+        rows, d = w.shape
+        if d < 2 or rows % d or not 2 <= rows // d <= 4:
+            return ""
+        k = rows // d
+        wb, gb = _blocks_of(w, k), _blocks_of(g, k)
+        said = []
+        for b in range(k):
+            span = f"block {b} (rows {b * d}-{(b + 1) * d - 1})"
+            if _close(gb[b], wb[b], rtol, atol):
+                said.append(f"{span} is right")
+            elif _close(gb[b].T, wb[b], rtol, atol):
+                said.append(f"{span} is the transpose of the right block")
+            else:
+                other = [c for c in range(k) if c != b and _close(gb[b], wb[c], rtol, atol)]
+                if other:
+                    said.append(
+                        f"{span} holds what block {other[0]} should hold (check which matrix "
+                        "goes in which block, in the order the question gives)"
+                    )
+                else:
+                    said.append(f"{span} is wrong")
+        if all(x.endswith("is wrong") for x in said):
+            mine = {tuple(np.round(r, 9)) for r in g}
+            theirs = {tuple(np.round(r, 9)) for r in w}
+            if mine == theirs and len(theirs) == rows:
+                return (
+                    f"in case {i + 1}, every row of your result is a right row, in another order "
+                    "(rows interleaved, or blocks stacked in another order)."
+                )
+            return ""
+        return f"in case {i + 1}, your result is {k} blocks of {d} rows: " + "; ".join(said) + "."
+    return ""
+
+
+def term_diagnosis_where(traits: list, results: list, expected: list) -> str:
+    """:func:`term_diagnosis` on the cases without one property of :data:`TRAITS` (h not
+    dividing d_model, ...) when it holds there and not on every case: "on every case when the
+    number of heads divides d_model, your count is off by exactly one projection's ...". True
+    of the answer whatever the cause (``""`` when no such subset has a term)."""
+    if term_diagnosis(traits, results, expected):
+        return ""
+    n = min(len(traits or ()), len(results), len(expected))
+    for name, (without, _with, _advice) in TRAITS.items():
+        keep = [i for i in range(n) if name not in (traits[i] or ())]
+        if len(keep) < 2 or len(keep) == n:
+            continue
+        if any(results[i] is None or results[i].raised for i in keep):
+            continue
+        sub = term_diagnosis(
+            [traits[i] for i in keep], [results[i] for i in keep], [expected[i] for i in keep]
+        )
+        if sub and sub.startswith("on every case your count"):
+            return sub.replace(
+                "on every case your count", f"on every case {without}, your count", 1
+            )
+    return ""
 
 
 def term_diagnosis(traits: list, results: list, expected: list) -> str:
@@ -1383,6 +1512,14 @@ def _wrong_values(meta, scan: _Scan, results, expected, mistakes, n_public, trai
         diagnosis = row_diagnosis(traits or [], results, expected, meta["rtol"], meta["atol"])
     if named is None and not diagnosis:
         diagnosis = term_diagnosis(traits or [], results, expected)
+    if named is None and not diagnosis:
+        diagnosis = _safe_note(block_note, results, expected, n_public, meta["rtol"], meta["atol"])
+    if named is None and not diagnosis:
+        diagnosis = _safe_note(same_rows_note, meta, results, expected, n_public)
+    if named is None:  # a count off by a term on the cases without a property: said as well
+        where = term_diagnosis_where(traits or [], results, expected)
+        if where and where not in diagnosis:
+            diagnosis = f"{diagnosis.rstrip('.')}; also, {where}" if diagnosis else where
     if named is None and diagnosis:
         hint = diagnosis[0].upper() + diagnosis[1:] + " " + meta["hint"]
     if ambiguous:  # say what is true of the answer, and that no one cause can be named
@@ -1620,6 +1757,7 @@ _UNIT_FACTORS = {
     2: "2",
     3: "3",
     4: "4",
+    8: "8 (8 bits a byte, or 8 bytes a float64 number)",
     1000: "1000 (a unit: seconds and milliseconds, or ms and microseconds, are 1000 apart)",
     10**6: "a million (a unit: seconds and microseconds)",
     1024: "1024 (a unit: 1 KiB is 1024 bytes)",
@@ -1656,7 +1794,7 @@ def _factor_hashes(grade_id: str, expected, prompt: str, sig_figs) -> list:
         for direction, value in (("times", e * f), ("divided by", e / f)):
             h = value_hashes(grade_id, value, sig_figs)
             if h:
-                out.append({"h": h, "f": f"{direction} {label}"})
+                out.append({"h": h, "f": f"{direction} {label}", "n": f, "d": direction})
     return out
 
 
@@ -1671,6 +1809,8 @@ def value_info(grade_id: str, expected, sig_figs: int | None = None) -> dict:
     else:
         info = {"hashes": value_hashes(grade_id, expected)}
     info["type"] = kind
+    if isinstance(expected, tuple):  # the question asks for a tuple: a list is a slip of form
+        info["tuple"] = True
     if kind == "number":
         info["shape"] = list(np.shape(np.asarray(expected, dtype=float)))
         if isinstance(expected, (tuple, list)):
@@ -1800,7 +1940,89 @@ def _ambiguous_mistakes(q, hashes: list, k) -> list:
             out.append(
                 {"j": j, "note": AMBIGUOUS_NOTE.format(what=_SWAP_WHAT if other else _SAME_WHAT)}
             )
+            continue
+        if _common_factor(q, m.answer):  # the verdict says the factor (see _factor_note)
+            out.append({"j": j, "note": AMBIGUOUS_FACTOR})
     return out
+
+
+# The stored note of a listed mistake at a common factor (no digits: the data holds no number);
+# the verdict replaces it with :func:`_factor_note`, built from the matching factor entry.
+AMBIGUOUS_FACTOR = (
+    "Your answer is the expected value times a factor that several slips give, so the check "
+    "cannot tell which one you made. One slip that gives this: "
+)
+
+
+# Factors that several common slips produce, whatever the question: a listed mistake whose value
+# is the right one times (or divided by) one of them is never named as the cause (battery C:
+# q08_mla_cache in fp32, 4 bytes a number, gives exactly the "latent cached for K and for V"
+# value, twice the right one). Each with the slips known to give it.
+_COMMON_FACTORS = {
+    2: "K and V both counted (or only one of them), 2 bytes a number against 4 (fp16 against "
+    "fp32), a term counted twice or left out",
+    4: "4 bytes a number (fp32) against 1, or bytes against entries; four matrices against one",
+    8: "8 bits a byte, 8 bytes a number (float64) against 1, or 8 of something the question gives",
+    1000: "a unit: thousands, or seconds against milliseconds",
+    10**6: "a unit: millions, or seconds against microseconds",
+    1024: "a unit: KiB against bytes",
+    2**20: "a unit: MiB against bytes",
+    2**30: "a unit: GiB against bytes",
+}
+
+
+def _factor_slips(f: int, given: bool) -> str:
+    slips = [_COMMON_FACTORS[f]] if f in _COMMON_FACTORS else []
+    if given or not slips:
+        slips.append(f"{f}, a number the question gives, used once too often or left out")
+    return "; or ".join(slips)
+
+
+def _common_factor(q, answer) -> tuple | None:
+    """``(direction, factor, slips)`` when the scalar ``answer`` (a listed mistake's value) is
+    exactly the expected value times or divided by a common factor (:data:`_COMMON_FACTORS`,
+    or a number the prompt gives); ``None`` otherwise (or for shapes and text)."""
+    if isinstance(q.expected, (str, tuple, list)) or np.shape(q.expected):
+        return None
+    try:
+        e, v = float(q.expected), float(answer)
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(e) and math.isfinite(v)) or e == 0 or v == 0:
+        return None
+    given = _prompt_numbers(q.prompt)
+    for f in sorted(set(_COMMON_FACTORS) | set(given)):
+        for direction, value in (("times", e * f), ("divided by", e / f)):
+            if math.isclose(v, value, rel_tol=1e-9, abs_tol=0.0):
+                return direction, f, _factor_slips(f, f in given)
+    return None
+
+
+def _factor_verdict_note(info: dict, got: list, hint: str) -> str:
+    """:func:`_factor_note` for the factor entry of ``info`` that ``got`` matches."""
+    for entry in info.get("factors") or ():
+        if "n" in entry and any(g == h for g, h in zip(got, entry.get("h") or ())):
+            n = int(entry["n"])
+            given = "a number the question gives" in str(entry.get("f"))
+            return _factor_note((entry.get("d", "times"), n, _factor_slips(n, given)), hint)
+    return AMBIGUOUS_FACTOR + hint
+
+
+def _factor_words(direction: str, f: int) -> str:
+    if f == 2:
+        return "twice" if direction == "times" else "half"
+    return f"{f:,} times" if direction == "times" else f"1/{f:,} of"
+
+
+def _factor_note(factor: tuple, hint: str) -> str:
+    """What is true of an answer that is the right value times a common factor: the factor,
+    the slips that give it, and the listed mistake's hint as one of them (no cause named)."""
+    direction, f, slips = factor
+    return (
+        f"Your answer is exactly {_factor_words(direction, f)} the expected value. Several slips "
+        f"give this factor, so the check cannot tell which one you made: {slips}. One slip that "
+        f"gives this: {hint}"
+    )
 
 
 def _a(type_name: str) -> str:
@@ -1829,6 +2051,47 @@ def _not_whole(actual) -> bool:
     """Whether ``actual`` is a float that is not a whole number (so no count written as a
     float): its value, not only its type, is wrong for a count."""
     return isinstance(actual, (float, np.floating)) and not float(actual).is_integer()
+
+
+def _prompt_words(prompt) -> list:
+    """The quoted words a prompt offers as the items of a tuple of words ('previous' / 'first')."""
+    out = []
+    for w in re.findall(r"'([A-Za-z][A-Za-z _-]{0,30})'", prompt or ""):
+        if w.strip().lower() not in out:
+            out.append(w.strip().lower())
+    return out
+
+
+def _words_form(info: dict, prompt, actual) -> str:
+    """For a tuple of words whose prompt quotes the words allowed: an item that is not one of
+    them (an abbreviation, a column index, another word) is a slip of form, said with the
+    words (``""`` when every item is one of them, or the prompt quotes fewer than two)."""
+    words = _prompt_words(prompt)
+    if info.get("type") != "tuple" or len(words) < 2 or not isinstance(actual, (tuple, list)):
+        return ""
+    allowed = " or ".join(repr(w) for w in words)
+    for i, item in enumerate(actual):
+        if not isinstance(item, str):
+            return (
+                f"each item should be one of the words the question gives, {allowed}, as text; "
+                f"item {i} of yours is {_a(type(item).__name__)}"
+            )
+        if item.strip().lower() not in words:
+            return (
+                f"each item should be one of the words the question gives, {allowed}, written "
+                f"out in full; item {i} of yours, {item[:20]!r}, is not one of them"
+            )
+    return ""
+
+
+def tuple_form(info: dict, actual) -> str:
+    """The form slip of a list (or an array) where the question asks for a tuple (``""`` when
+    the answer is a tuple, or the question asks for no tuple): one wording for every such
+    question, answered whatever the content, never passed (as 64.0 for a count is not)."""
+    if not info.get("tuple") or not isinstance(actual, (list, np.ndarray)):
+        return ""
+    what = "a list [...]" if isinstance(actual, list) else "a NumPy array"
+    return f"write it as a tuple, (…), as the question asks: your answer is {what}"
 
 
 def _value_form(info: dict, actual, got) -> str:
@@ -1886,7 +2149,13 @@ def value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict:
     is answered "write it as a whole number", in every question); a real number to the
     precision its question states (``sig_figs``), else to 6 significant figures."""
     try:
-        return _value_verdict(meta, info, mistake_hashes, actual)
+        r = _value_verdict(meta, info, mistake_hashes, actual)
+        note = tuple_form(info, actual)  # a list where a tuple is asked, with wrong content
+        if note and r.get("status") != "passed" and note not in str(r.get("message") or ""):
+            r["message"] = (
+                f"{r.get('message') or 'your answer is not the expected value'}; also, {note}"
+            )
+        return r
     except Exception as exc:  # noqa: BLE001  (an object whose comparisons raise, say)
         return unjudged(meta, exc)
 
@@ -1906,11 +2175,15 @@ def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict
         right = bool(got) and got[0] in want
     else:
         right = bool(got and want) and (got[0] == want[0] or got[1] == want[1])
-    form = _value_form(info, actual, got)
+    form = _value_form(info, actual, got) or _words_form(info, meta.get("prompt"), actual)
+    container = tuple_form(info, actual)
     if right and not form:
         problem = _type_problem(None, actual, meta.get("answer_type", ""))
         if problem:
             r.update(message=problem, hint="", cause="type")
+            return r
+        if container:  # the right content as a list: a slip of form, told so, not passed
+            r.update(message=container, hint="", cause="form")
             return r
         r.update(status="passed", points=float(meta["points"]))
         return r
@@ -1926,6 +2199,8 @@ def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict
         hint, cause = meta["mistakes"][matched[0]]["hint"], meta["mistakes"][matched[0]]["name"]
     elif matched:  # more than one cause gives this number: say what is true of it, name none
         hint = ambiguous.get(matched[0]) or AMBIGUOUS_NOTE.format(what=_SAME_WHAT)
+        if hint == AMBIGUOUS_FACTOR:  # the factor, its slips, and this mistake as one of them
+            hint = _factor_verdict_note(info, got, meta["mistakes"][matched[0]]["hint"])
     # how many sizes or items: a property of the answer, not a cause
     structural = form.startswith("your answer has shape") or form.endswith(" items")
     if ((form and not structural) or problem) and cause and not _same_form(info, actual):
@@ -1948,7 +2223,7 @@ def _value_verdict(meta: dict, info: dict, mistake_hashes: list, actual) -> dict
     if note:
         r.update(message="your answer is not the expected shape", hint=note, cause=None)
         return r
-    if cause is None and got:
+    if cause is None and got and not matched:
         for entry in info.get("factors") or ():
             if any(g == h for g, h in zip(got, entry.get("h") or ())):
                 hint = (

@@ -83,6 +83,9 @@ def recorded_verdict(meta: dict, info: dict, actual) -> dict:
         not isinstance(actual, tuple | list) or len(actual) != info.get("length")
     ):
         message = f"your answer should be a tuple of {info.get('length')} items"
+    elif info.get("tuple") and isinstance(actual, list | np.ndarray):
+        what = "a list [...]" if isinstance(actual, list) else "a NumPy array"
+        message = f"write it as a tuple, (…), as the question asks: your answer is {what}"
     elif meta.get("answer_type") == "int" and _has_float(actual):
         message = "write a count as a whole number (an int, for example with //), not a float"
     elif info.get("letter") and not (
