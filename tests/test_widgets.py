@@ -415,7 +415,7 @@ def test_kv_cache_explorer_widget():
     ex = kv_cache_explorer()
     assert "320 KiB per token, 1.25 GiB per sequence" in text(ex.summary.value)
     assert ex.kind_buttons.value == "GQA"
-    ex.controls["num_kv_heads"].value = 6
+    ex.controls["num_kv_heads"].value = 5  # a stop of the slider that does not divide 64
     assert "not divisible" in text(ex.summary.value) and ex.kind_buttons.value is None
     ex.controls["num_kv_heads"].value = 64
     assert "2.5 MiB per token, 10 GiB per sequence" in text(ex.summary.value)
@@ -435,7 +435,7 @@ def test_kv_cache_explorer_loads_a_real_model():
     assert ex.values()["num_heads"] == 71 and ex.values()["num_kv_heads"] == 1
     assert ex.kind_buttons.value == "MQA"
     assert "8 KiB per token, 32 MiB per sequence" in text(ex.summary.value)
-    ex.controls["num_layers"].value = 33  # no longer Falcon-7B: the menu says so
+    ex.controls["num_layers"].value = 36  # a stop, and no longer Falcon-7B: the menu says so
     assert ex.preset.value == "" and ex.preset.label == "(set by hand)"
     ex.kind_buttons.value = "GQA"  # 71 is prime: no GQA grouping exists
     assert "has none" in text(ex.summary.value)
@@ -760,3 +760,28 @@ def test_listed_sliders_have_few_stops_and_the_tables_number_format():
     assert "16,384" in labels and "16384" not in labels
     ex = shape_explorer(d_model=40, h=5)  # a value off the list is added, not refused
     assert ex.controls["d_model"].value == 40 and ex.view.d_head == 8
+
+
+def test_the_kv_cache_sliders_have_a_few_stops_and_every_model_on_them():
+    """Issue 35: layers, query heads and KV heads were IntSliders over 1..128 (48-73 stops in a
+    90 px drag). They step over round counts, and every model of the menu (and what the sharing
+    buttons set) is a stop, so loading any model or pressing any button lands on one."""
+    from mha_helpers.cost import MODEL_CONFIGS
+
+    ex = kv_cache_explorer()
+    stops = {
+        n: [v for _, v in ex.controls[n].options]
+        for n in ("num_layers", "num_heads", "num_kv_heads")
+    }
+    assert all(len(v) <= 20 for v in stops.values()), {n: len(v) for n, v in stops.items()}
+    for name, cfg in MODEL_CONFIGS.items():
+        if not cfg.has_kv_cache:
+            continue
+        options_before = {n: list(ex.controls[n].options) for n in stops}
+        ex.preset.value = name
+        assert ex.controls["num_layers"].value == cfg.num_layers, name
+        assert ex.controls["num_heads"].value == cfg.num_heads, name
+        for n in ("num_layers", "num_heads"):  # already stops; KV heads = h may be added
+            assert list(ex.controls[n].options) == options_before[n], name
+        for kind in ("MHA", "MQA", "GQA"):
+            ex.kind_buttons.value = kind  # lands on a stop, or says why not (GQA for a prime h)

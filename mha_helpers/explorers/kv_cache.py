@@ -35,8 +35,8 @@ from .live import (
     SLIDER_STYLE,
     Explorer,
     column,
+    choice_slider,
     html_box,
-    int_slider,
     live_class,
     row,
     widgets_module,
@@ -62,6 +62,12 @@ KV_LATENTS = (
 KV_WINDOWS = (("none", 0), ("1,024", 1024), ("2,048", 2048), ("4,096", 4096), ("8,192", 8192))
 KV_MAX_HEADS = 128
 KV_MAX_LAYERS = 128
+# The sliders' stops (issue 35: IntSliders over 1..128 moved 48-73 stops in a 90 px drag): round
+# counts, with every menu model's own value and what the sharing buttons set (h, 1 and the GQA
+# choice for each query-head stop) added by _stops.
+KV_LAYER_STOPS = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+KV_HEAD_STOPS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+KV_KV_HEAD_STOPS = (1, 2, 4, 8, 16, 32, 64, 128)  # MHA's h is added when its button is pressed
 # The live explorer lists this many real models (the loaded one first, then the nearest caches)
 # unless "show every model" is on: with nothing scrolled inside it, it fits 1366 x 768.
 KV_TABLE_ROWS = 5
@@ -118,6 +124,20 @@ def _gqa_kv_heads(num_heads: int) -> int | None:
     if not proper:
         return None
     return 8 if 8 in proper else min(proper, key=lambda k: (abs(k - num_heads / 8), k))
+
+
+def _stops(name: str) -> list:
+    """A slider's stops: its round counts, every menu model's value and, for the KV heads,
+    the GQA button's choice for every query-head stop; an MHA model's (or the MHA button's) h
+    is added as a stop when it is set (live.set_values)."""
+    if name == "num_layers":
+        return sorted({*KV_LAYER_STOPS, *(c.num_layers for c in cache_models())})
+    heads = {*KV_HEAD_STOPS, *(c.num_heads for c in cache_models())}
+    if name == "num_heads":
+        return sorted(heads)
+    gqa = {_gqa_kv_heads(h) for h in heads} - {None}
+    shared = {c.num_kv_heads for c in cache_models() if c.num_kv_heads not in (None, c.num_heads)}
+    return sorted({*KV_KV_HEAD_STOPS} | gqa | shared)
 
 
 def _kind(num_heads: int, num_kv_heads: int) -> str:
@@ -743,9 +763,9 @@ def _controls(
     d_heads = sorted(set(KV_D_HEADS) | {int(d_head)})
     contexts = sorted(set(KV_CONTEXTS) | {int(seq_len)})
     controls = {
-        "num_layers": int_slider("layers", num_layers, 1, KV_MAX_LAYERS),
-        "num_heads": int_slider("query heads", num_heads, 1, KV_MAX_HEADS),
-        "num_kv_heads": int_slider("KV heads", num_kv_heads, 1, KV_MAX_HEADS),
+        "num_layers": choice_slider("layers", num_layers, _stops("num_layers")),
+        "num_heads": choice_slider("query heads", num_heads, _stops("num_heads")),
+        "num_kv_heads": choice_slider("KV heads", num_kv_heads, _stops("num_kv_heads")),
         "d_head": W.Dropdown(
             options=d_heads,
             value=int(d_head),

@@ -159,6 +159,7 @@ class Explorer:
         self._holding = True
         try:
             for name, value in values.items():
+                _add_stop(self.controls[name], value)
                 self.controls[name].value = value
         finally:
             self._holding = False
@@ -274,6 +275,16 @@ def choice_slider(description, value, choices, tooltip="", width=CONTROL_WIDTH):
         tooltip=tooltip or description,
         layout=W.Layout(width=width),
     )
+
+
+def _add_stop(control, value) -> None:
+    """A stepped slider (:func:`choice_slider`) set to a value off its stops gets that stop
+    (a loaded model, a test), so setting a value never fails because of the stops."""
+    W = widgets_module()
+    if isinstance(control, W.SelectionSlider) and isinstance(value, int):
+        values = [v for _, v in control.options]
+        if value not in values:
+            control.options = [(f"{v:,}", v) for v in sorted({*values, value})]
 
 
 def row(*children, **layout):
