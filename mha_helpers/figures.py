@@ -314,7 +314,7 @@ def _min_width(width: int) -> int:
     """The narrowest a picture ``width`` pixels wide may be shown with its smallest text still
     9 px (the course style's smallest size at its dpi): on a phone a wide panel scrolls
     sideways inside its output rather than shrinking below that."""
-    from .plots import COURSE_STYLE, SMALLEST_TEXT_PT
+    from .style import COURSE_STYLE, SMALLEST_TEXT_PT
 
     px = SMALLEST_TEXT_PT * COURSE_STYLE["figure.dpi"] / 72
     return min(width, math.ceil(width * 9.0 / px))

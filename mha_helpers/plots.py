@@ -14,6 +14,7 @@ import numpy as np
 
 from .figures import DARK_BACKGROUND, KEEP_INK, figure_html, site_figure_html
 from .figures import register as _register_figure_html
+from .style import COURSE_STYLE, SMALLEST_TEXT_PT  # noqa: F401  (re-exported)
 
 __all__ = [
     "plot_attention",
@@ -33,28 +34,8 @@ __all__ = [
 
 CMAP = "cividis"
 
-#: The course's matplotlib style. A lesson's widest figures (three heatmaps side by side, about
-#: 14 inches at 100 dpi) are shown at about 65 % in the website's column at 1280 px and about
-#: 90 % in JupyterLab at 1366 px; at matplotlib's default sizes their tick labels came out at
-#: 6 px. With these sizes the smallest text (tick labels, 11 pt = 15 px in the PNG) is at least
-#: 9 px as displayed in both (checked in tests/test_site.py). In a notebook each figure is also
-#: drawn in a dark variant and cut into one picture per panel (mha_helpers/figures.py).
-COURSE_STYLE = {
-    "font.size": 12.0,
-    "axes.titlesize": 13.0,
-    "axes.labelsize": 12.0,
-    "xtick.labelsize": 11.0,
-    "ytick.labelsize": 11.0,
-    "legend.fontsize": 11.0,
-    "legend.title_fontsize": 11.0,
-    "figure.titlesize": 14.0,
-    "figure.dpi": 100.0,
-    "savefig.dpi": 100.0,
-    "figure.facecolor": "white",
-    "savefig.facecolor": "white",
-}
-#: The smallest text the course style draws, in points (what the site's test measures).
-SMALLEST_TEXT_PT = min(v for k, v in COURSE_STYLE.items() if k.endswith("size"))
+# The course's matplotlib style and its smallest text size live in .style (figures.py needs
+# them too, and imports nothing of this module); re-exported here, where lessons look for them.
 #: The numbers written in heatmap cells (plot_attention's ``annotate``).
 ANNOTATION_PT = 11.0
 

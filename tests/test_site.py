@@ -1136,7 +1136,6 @@ def test_every_page_weighs_under_1_mb_and_loads_no_unused_script(browser, base_u
             page.goto(f"{base_url}/{path}", wait_until="networkidle")
             page.wait_for_function("document.fonts.status === 'loaded'")
             page.evaluate(LOAD_SHOWN_IMAGES)  # every figure of the theme shown, lazy or not
-            page.wait_for_load_state("networkidle")
             math = page.evaluate("document.querySelectorAll('.math').length")
             rendered = page.evaluate("document.querySelectorAll('.math .katex').length")
             total = sum(sizes.values())

@@ -371,7 +371,7 @@ def breaks_helper_rule(gid, source) -> bool:
     if re.search(r"\bscipy\b", source):
         return True
     allowed = ALLOWED_HELPERS.get(gid, set())
-    for mod, names in re.findall(r"from\s+(mha_helpers[\w.]*)\s+import\s+([\w ,]+)", source):
+    for _mod, names in re.findall(r"from\s+(mha_helpers[\w.]*)\s+import\s+([\w ,]+)", source):
         for name in (n.strip().split(" as ")[0] for n in names.split(",")):
             if name and name not in allowed:
                 return True
