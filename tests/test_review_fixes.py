@@ -407,7 +407,8 @@ def test_l08_overhead_sweep_stored_ratios_support_the_text():
     large = float(number(r"512 x 512\s+-> 2048 x 2048: 16x the bytes, ([\d.]+)x the time", out))
     text = source("08_attention_at_scale", "l08-overhead-notice")
     assert "less than a factor of four" in text and small < 4 and small > 1 / 4
-    assert "over 12 times" in text and large > 12
+    # "several times as long" (the ratio depends on the processor's caches: 4-16 measured)
+    assert "took several times as long" in text and large > 3 and large > 2 * small
 
 
 def test_l08_overhead_sweep_uses_a_cpu_clock_or_does_not_claim_immunity():
