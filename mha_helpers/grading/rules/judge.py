@@ -750,6 +750,14 @@ AMBIGUOUS_SAME = (
 def term_off_by(traits: list, results: list, expected: list):
     """``(term name, k)`` when the answer is off by the same whole multiple ``k`` of one term
     on every case (``None`` otherwise)."""
+    pairs = _count_pairs(results, expected)
+    found = _term_multiples(traits, pairs) if pairs else []
+    return found[0] if found else None
+
+
+def _count_pairs(results: list, expected: list) -> list | None:
+    """``(case, right count, answer's count)`` for the cases up to the first that raised, or
+    ``None`` when a value is not a count, fewer than two cases ran, or every count is right."""
     pairs = []
     for i, want in enumerate(expected):
         if i >= len(results) or results[i] is None or results[i].raised:
@@ -760,6 +768,13 @@ def term_off_by(traits: list, results: list, expected: list):
         pairs.append((i, w, g))
     if len(pairs) < 2 or all(w == g for _, w, g in pairs):
         return None
+    return pairs
+
+
+def _term_multiples(traits: list, pairs: list) -> list:
+    """Every ``(term name, k)``, in TERMS' order, such that each case's count is off by the same
+    whole multiple ``k != 0`` of that term."""
+    found = []
     for name in TERMS:
         ks = set()
         for i, w, g in pairs:
@@ -769,8 +784,8 @@ def term_off_by(traits: list, results: list, expected: list):
                 break
             ks.add((g - w) // t)
         if ks and len(ks) == 1 and 0 not in ks:
-            return name, ks.pop()
-    return None
+            found.append((name, ks.pop()))
+    return found
 
 
 def same_rows_note(meta: dict, results: list, expected: list, n_public: int) -> str:
@@ -894,32 +909,15 @@ def term_diagnosis_where(traits: list, results: list, expected: list) -> str:
 def term_diagnosis(traits: list, results: list, expected: list) -> str:
     """For a count: the term the answer is off by, the same whole multiple on every case, or the
     same ratio to the right count on every case (``""`` when neither holds)."""
-    pairs = []
-    for i, want in enumerate(expected):
-        if i >= len(results) or results[i] is None or results[i].raised:
-            break
-        w, g = _as_count(want), _as_count(results[i].value)
-        if w is None or g is None:
-            return ""
-        pairs.append((i, w, g))
-    if len(pairs) < 2 or all(w == g for _, w, g in pairs):
+    pairs = _count_pairs(results, expected)
+    if not pairs:
         return ""
-    for name, (what, advice) in TERMS.items():
-        ks = set()
-        for i, w, g in pairs:
-            t = _terms_of(traits[i] if i < len(traits) else ()).get(name)
-            if not t or (g - w) % t:
-                ks = None
-                break
-            ks.add((g - w) // t)
-        if ks and len(ks) == 1 and 0 not in ks:
-            k = ks.pop()
-            if abs(k) <= 6:
-                more = "too many" if k > 0 else "missing"
-                times = f"{abs(k)} x " if abs(k) != 1 else ""
-                return (
-                    f"on every case your count is off by exactly {times}{what} ({more}): {advice}"
-                )
+    for name, k in _term_multiples(traits, pairs):
+        if abs(k) <= 6:
+            what, advice = TERMS[name]
+            more = "too many" if k > 0 else "missing"
+            times = f"{abs(k)} x " if abs(k) != 1 else ""
+            return f"on every case your count is off by exactly {times}{what} ({more}): {advice}"
     ratios = {g / w for _, w, g in pairs if w}
     if len(ratios) == 1 and len(pairs) == sum(1 for _, w, _ in pairs if w):
         r = ratios.pop()
